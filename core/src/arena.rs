@@ -1,0 +1,837 @@
+//! `Arena`: a lock, the chunks it owns, their free page runs, one bin per small class, and
+//! dirty-page purging.
+//!
+//! Everything inside `ArenaInner` is reached only with the arena's lock held: the bins and
+//! their policy state, the free-run lists, the page entries of the arena's chunks and the
+//! headers of its runs. Methods of `ArenaInner` are `unsafe` where they trust a page or run
+//! pointer to belong to this arena.
+//!
+//! Free page runs are kept in one list per length (1..=254 pages) with a bitmap of non-empty
+//! lists: best fit is a scan of four words. Freed pages are coalesced with free neighbours.
+//! Chunks whose pages all become free are kept (and purged like any free pages), as jemalloc
+//! does with `retain`: address space is cheap, mmap/munmap churn is not.
+
+use crate::chunk::{ChunkHeader, PageBits, PageEntry, DIRTY, FREE, HEAD, KIND_MASK, LARGE, META, SMALL};
+use crate::error::FreeError;
+use crate::invariants::{expect_eq, Violation, ViolationKind};
+use crate::lock::RawLock;
+use crate::os;
+use crate::page_map::{PageMap, TAG_CHUNK};
+use crate::policy::{Config, Removal, RunReuse};
+use crate::run::{Run, RunHeader, RunRef};
+use crate::size_class::{bin, round_up, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_PAGES, CHUNK_USABLE_PAGES, NBINS, PAGE};
+use crate::stats::{ArenaStats, BinStats};
+use crate::sync::UnsafeCell;
+use core::ptr;
+
+type Links<C> = <<C as Config>::Reuse as RunReuse>::Links;
+
+/// One small class's bin: the run-reuse policy's state and counters.
+pub(crate) struct Bin<R: RunReuse> {
+    pub policy: R::Bin,
+    pub stats: BinStats,
+}
+
+/// Free page runs by length.
+struct FreeRuns {
+    heads: [*mut PageEntry; CHUNK_USABLE_PAGES + 1],
+    nonempty: [u64; (CHUNK_USABLE_PAGES + 64) / 64],
+}
+
+impl FreeRuns {
+    fn new() -> Self {
+        FreeRuns { heads: [ptr::null_mut(); CHUNK_USABLE_PAGES + 1], nonempty: [0; (CHUNK_USABLE_PAGES + 64) / 64] }
+    }
+
+    /// # Safety
+    /// `e` is the first page entry of a free run of `len` pages not in any list.
+    unsafe fn insert(&mut self, e: *mut PageEntry, len: usize) {
+        // SAFETY: per the contract, `e` is a live entry we may link.
+        unsafe {
+            let head = self.heads[len];
+            (*e).prev = ptr::null_mut();
+            (*e).next = head;
+            if !head.is_null() {
+                (*head).prev = e;
+            }
+        }
+        self.heads[len] = e;
+        self.nonempty[len / 64] |= 1 << (len % 64);
+    }
+
+    /// # Safety
+    /// `e` is linked in the list for `len`.
+    unsafe fn remove(&mut self, e: *mut PageEntry, len: usize) {
+        // SAFETY: per the contract, `e` and its neighbours are live linked entries.
+        unsafe {
+            let (prev, next) = ((*e).prev, (*e).next);
+            if prev.is_null() {
+                self.heads[len] = next;
+            } else {
+                (*prev).next = next;
+            }
+            if !next.is_null() {
+                (*next).prev = prev;
+            }
+            (*e).prev = ptr::null_mut();
+            (*e).next = ptr::null_mut();
+        }
+        if self.heads[len].is_null() {
+            self.nonempty[len / 64] &= !(1 << (len % 64));
+        }
+    }
+
+    /// The shortest non-empty length at least `n`.
+    fn best_fit(&self, n: usize) -> Option<usize> {
+        let mut w = n / 64;
+        let mut mask = !0u64 << (n % 64);
+        while w < self.nonempty.len() {
+            let bits = self.nonempty[w] & mask;
+            if bits != 0 {
+                return Some(w * 64 + bits.trailing_zeros() as usize);
+            }
+            w += 1;
+            mask = !0;
+        }
+        None
+    }
+}
+
+/// The lock-protected state of an arena.
+pub(crate) struct ArenaInner<C: Config> {
+    pub bins: [Bin<C::Reuse>; NBINS],
+    avail: FreeRuns,
+    chunks: *mut ChunkHeader,
+    pub stats: ArenaStats,
+    dirty_max: usize,
+}
+
+/// An arena.
+pub struct Arena<C: Config> {
+    lock: RawLock,
+    index: usize,
+    inner: UnsafeCell<ArenaInner<C>>,
+}
+
+// SAFETY: `inner` (and every chunk, page entry and run it reaches) is touched only with `lock`
+// held; the policy state's raw pointers never leave that protection.
+unsafe impl<C: Config> Sync for Arena<C> {}
+// SAFETY: as above.
+unsafe impl<C: Config> Send for Arena<C> {}
+
+impl<C: Config> Arena<C> {
+    pub(crate) fn new(index: usize, dirty_max: usize) -> Self {
+        Arena {
+            lock: RawLock::new(),
+            index,
+            inner: UnsafeCell::new(ArenaInner {
+                bins: core::array::from_fn(|_| Bin { policy: Default::default(), stats: BinStats::default() }),
+                avail: FreeRuns::new(),
+                chunks: ptr::null_mut(),
+                stats: ArenaStats::default(),
+                dirty_max,
+            }),
+        }
+    }
+
+    /// This arena's index in its heap.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Runs `f` on the state with the lock held.
+    #[inline(always)]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut ArenaInner<C>) -> R) -> R {
+        self.lock.lock();
+        // SAFETY: the lock is held until after `f` returns.
+        let r = self.inner.with_mut(|p| f(unsafe { &mut *p }));
+        self.lock.unlock();
+        r
+    }
+
+    pub(crate) fn lock(&self) {
+        self.lock.lock();
+    }
+    pub(crate) fn unlock(&self) {
+        self.lock.unlock();
+    }
+    pub(crate) fn reset_lock(&self) {
+        self.lock.reset();
+    }
+
+    /// Unmaps every chunk. Called when the heap is dropped.
+    ///
+    /// # Safety
+    /// No allocation of this arena is used afterwards, and no other thread touches it.
+    pub(crate) unsafe fn release_all(&self, map: &PageMap) {
+        self.inner.with_mut(|p| {
+            // SAFETY: exclusive per the contract.
+            let inner = unsafe { &mut *p };
+            let mut c = inner.chunks;
+            while !c.is_null() {
+                // SAFETY: chunks on the list were mapped by `new_chunk` and are no longer used.
+                unsafe {
+                    let next = (*c).next;
+                    map.clear(c as usize, CHUNK);
+                    os::unmap(c.cast(), CHUNK);
+                    c = next;
+                }
+            }
+            inner.chunks = ptr::null_mut();
+        });
+    }
+}
+
+impl<C: Config> ArenaInner<C> {
+    // ---- pages ------------------------------------------------------------------------------
+
+    /// Maps a new chunk, registers it, and adds its usable pages as one clean free run.
+    fn new_chunk(&mut self, arena: *const Arena<C>, index: usize, map: &PageMap) -> bool {
+        let Some(mem) = os::map_aligned(CHUNK, CHUNK) else { return false };
+        let chunk = mem.as_ptr().cast::<ChunkHeader>();
+        // SAFETY: a fresh, exclusively owned chunk mapping.
+        unsafe { ChunkHeader::init(chunk, arena.cast(), index) };
+        if !map.set(chunk as usize, CHUNK, chunk as usize | TAG_CHUNK) {
+            // SAFETY: never published.
+            unsafe { os::unmap(chunk.cast(), CHUNK) };
+            return false;
+        }
+        // SAFETY: the chunk is ours and its header initialized.
+        unsafe {
+            (*chunk).next = self.chunks;
+            self.avail.insert(ChunkHeader::entry(chunk, CHUNK_HEADER_PAGES), CHUNK_USABLE_PAGES);
+        }
+        self.chunks = chunk;
+        self.stats.chunks += 1;
+        true
+    }
+
+    /// Takes `n` pages (`1..=CHUNK_USABLE_PAGES`) out of the free runs, mapping a chunk if
+    /// needed. The pages keep their `FREE` bits (and dirty flags) for the caller to overwrite.
+    fn take_pages(&mut self, n: usize, arena: *const Arena<C>, index: usize, map: &PageMap) -> Option<(*mut ChunkHeader, usize)> {
+        let len = match self.avail.best_fit(n) {
+            Some(l) => l,
+            None => {
+                if !self.new_chunk(arena, index, map) {
+                    return None;
+                }
+                CHUNK_USABLE_PAGES
+            }
+        };
+        let e = self.avail.heads[len];
+        let (chunk, page) = ChunkHeader::locate(e);
+        // SAFETY: `e` heads a free run of `len` pages in one of our chunks.
+        unsafe {
+            self.avail.remove(e, len);
+            if len > n {
+                self.set_free_run_ends(chunk, page + n, len - n);
+                self.avail.insert(ChunkHeader::entry(chunk, page + n), len - n);
+            }
+        }
+        Some((chunk, page))
+    }
+
+    /// Writes the length into the first and last entry of a free run, keeping dirty flags.
+    ///
+    /// # Safety
+    /// `chunk` is ours and `page..page+len` are free pages inside it.
+    unsafe fn set_free_run_ends(&mut self, chunk: *mut ChunkHeader, page: usize, len: usize) {
+        // SAFETY: per the contract.
+        unsafe {
+            let first = ChunkHeader::entry(chunk, page);
+            (*first).bits = PageEntry::free_bits(len, (*first).dirty());
+            let last = ChunkHeader::entry(chunk, page + len - 1);
+            (*last).bits = PageEntry::free_bits(len, (*last).dirty());
+        }
+    }
+
+    /// Marks `page..page+n` (just taken by `take_pages`) with `bits(i)`; returns how many of
+    /// them were dirty, and zeroes those if `zero`.
+    ///
+    /// # Safety
+    /// The pages were just returned by `take_pages` for `chunk`.
+    unsafe fn claim_pages(&mut self, chunk: *mut ChunkHeader, page: usize, n: usize, zero: bool, bits: impl Fn(usize) -> usize) {
+        let mut dirty = 0;
+        for i in 0..n {
+            // SAFETY: per the contract, the entries are ours.
+            unsafe {
+                let e = ChunkHeader::entry(chunk, page + i);
+                if (*e).dirty() {
+                    dirty += 1;
+                    if zero {
+                        ptr::write_bytes(ChunkHeader::page_addr(chunk, page + i) as *mut u8, 0, PAGE);
+                    }
+                }
+                (*e).bits = bits(i);
+            }
+        }
+        self.stats.dirty_pages -= dirty;
+        self.stats.active_pages += n;
+    }
+
+    /// Gives back `page..page+n`, which were in use: marks them free and dirty, coalesces with
+    /// free neighbours, and purges if the arena holds too many dirty pages.
+    ///
+    /// # Safety
+    /// The pages belong to one live small run or large allocation of this arena.
+    unsafe fn release_pages(&mut self, chunk: *mut ChunkHeader, page: usize, n: usize) {
+        for i in 0..n {
+            // SAFETY: per the contract.
+            unsafe { (*ChunkHeader::entry(chunk, page + i)).bits = FREE | DIRTY };
+        }
+        self.stats.dirty_pages += n;
+        self.stats.active_pages -= n;
+        // SAFETY: the pages are now free pages of our chunk.
+        unsafe { self.coalesce_insert(chunk, page, n) };
+        if self.stats.dirty_pages > self.dirty_max {
+            self.purge(self.dirty_max / 2);
+        }
+    }
+
+    /// Links free pages `page..page+n` into the lists, merged with free neighbours.
+    ///
+    /// # Safety
+    /// The pages are free (`FREE` bits) pages of our chunk, in no list.
+    unsafe fn coalesce_insert(&mut self, chunk: *mut ChunkHeader, page: usize, n: usize) {
+        let (mut start, mut len) = (page, n);
+        // SAFETY: neighbours are entries of the same chunk; a free neighbour is the end of a
+        // maximal free run whose ends carry its length.
+        unsafe {
+            if start > CHUNK_HEADER_PAGES {
+                let prev = ChunkHeader::entry(chunk, start - 1);
+                if (*prev).kind() == FREE {
+                    let plen = (*prev).len();
+                    start -= plen;
+                    len += plen;
+                    self.avail.remove(ChunkHeader::entry(chunk, start), plen);
+                }
+            }
+            if page + n < CHUNK_PAGES {
+                let next = ChunkHeader::entry(chunk, page + n);
+                if (*next).kind() == FREE {
+                    let nlen = (*next).len();
+                    len += nlen;
+                    self.avail.remove(next, nlen);
+                }
+            }
+            self.set_free_run_ends(chunk, start, len);
+            self.avail.insert(ChunkHeader::entry(chunk, start), len);
+        }
+    }
+
+    /// Returns dirty free pages to the OS until at most `target` remain.
+    pub fn purge(&mut self, target: usize) {
+        self.stats.purges += 1;
+        let mut len = CHUNK_USABLE_PAGES;
+        while len > 0 && self.stats.dirty_pages > target {
+            let mut e = self.avail.heads[len];
+            while !e.is_null() && self.stats.dirty_pages > target {
+                let (chunk, page) = ChunkHeader::locate(e);
+                let mut i = 0;
+                while i < len {
+                    // SAFETY: `e` heads a free run of `len` pages of our chunk.
+                    unsafe {
+                        if !(*ChunkHeader::entry(chunk, page + i)).dirty() {
+                            i += 1;
+                            continue;
+                        }
+                        let span_start = i;
+                        while i < len && (*ChunkHeader::entry(chunk, page + i)).dirty() {
+                            let pe = ChunkHeader::entry(chunk, page + i);
+                            (*pe).bits &= !DIRTY;
+                            i += 1;
+                        }
+                        let span = i - span_start;
+                        os::purge(ChunkHeader::page_addr(chunk, page + span_start) as *mut u8, span * PAGE);
+                        self.stats.dirty_pages -= span;
+                        self.stats.purged_pages += span as u64;
+                    }
+                }
+                // SAFETY: list links of live entries.
+                e = unsafe { (*e).next };
+            }
+            len -= 1;
+        }
+    }
+
+    // ---- small ------------------------------------------------------------------------------
+
+    /// Allocates a region of bin `idx`; null if the OS refuses memory.
+    #[inline]
+    pub fn alloc_small(&mut self, idx: usize, zero: bool, arena: *const Arena<C>, index: usize, map: &PageMap) -> *mut u8 {
+        let run = match C::Reuse::pick(&mut self.bins[idx].policy) {
+            Some(r) => r,
+            None => match self.new_run(idx, arena, index, map) {
+                Some(r) => r,
+                None => return ptr::null_mut(),
+            },
+        };
+        let r = run.run();
+        // SAFETY: the policy returned a run it knows, a live run of this bin (its contract);
+        // the free-count check below turns a broken policy into a clear abort, not corruption.
+        unsafe {
+            if r.free() == 0 || r.bin_index() != idx {
+                crate::report::fatal(format_args!(
+                    "run-reuse policy {} picked run {:#x}, which is full or of another bin",
+                    C::Reuse::NAME,
+                    run.addr()
+                ));
+            }
+            let p = r.take_region();
+            let bin = &mut self.bins[idx];
+            if r.free() == 0 {
+                C::Reuse::remove(&mut bin.policy, run, Removal::Full);
+                bin.stats.nonfull_runs -= 1;
+            }
+            bin.stats.allocations += 1;
+            bin.stats.live += 1;
+            let size = BINS[idx].size as usize;
+            self.stats.small_allocated += size;
+            if zero {
+                ptr::write_bytes(p as *mut u8, 0, size);
+            }
+            p as *mut u8
+        }
+    }
+
+    #[cold]
+    fn new_run(&mut self, idx: usize, arena: *const Arena<C>, index: usize, map: &PageMap) -> Option<RunRef<Links<C>>> {
+        let info = bin(idx);
+        let pages = info.run_pages as usize;
+        let (chunk, page) = self.take_pages(pages, arena, index, map)?;
+        // SAFETY: the pages were just taken for us; the run header lies inside them.
+        let header = unsafe {
+            self.claim_pages(chunk, page, pages, false, |i| PageEntry::small_bits(idx, i));
+            RunHeader::init::<Links<C>>(ChunkHeader::page_addr(chunk, page), idx)
+        };
+        let run = RunRef::new(header);
+        let bin = &mut self.bins[idx];
+        bin.stats.runs += 1;
+        bin.stats.nonfull_runs += 1;
+        C::Reuse::insert(&mut bin.policy, run);
+        Some(C::Reuse::pick(&mut bin.policy).unwrap_or(run))
+    }
+
+    /// Frees the small region at `addr`, whose page entry holds `e`.
+    ///
+    /// # Safety
+    /// `chunk` is ours and `e` is the `SMALL` entry of `addr`'s page.
+    #[inline]
+    pub unsafe fn free_small(&mut self, chunk: *mut ChunkHeader, page: usize, e: PageBits, addr: usize) -> Result<(), FreeError> {
+        let idx = e.bin();
+        let head = page - e.run_offset();
+        let base = ChunkHeader::page_addr(chunk, head);
+        let info = bin(idx);
+        let region = info.region_index(addr - base).ok_or(FreeError::Interior)?;
+        let run = Run(RunHeader::at(base, idx));
+        // SAFETY: `e` says a run of bin `idx` starts at `head`; we hold the lock.
+        unsafe {
+            if run.is_free(region) {
+                return Err(FreeError::NotAllocated);
+            }
+            run.put_region(region);
+            let rref = RunRef::<Links<C>>::new(run.0);
+            let free = run.free();
+            let cap = info.capacity as usize;
+            let bin = &mut self.bins[idx];
+            bin.stats.frees += 1;
+            bin.stats.live -= 1;
+            self.stats.small_allocated -= info.size as usize;
+            if free == cap {
+                if cap > 1 {
+                    C::Reuse::remove(&mut bin.policy, rref, Removal::Empty);
+                    bin.stats.nonfull_runs -= 1;
+                }
+                bin.stats.runs -= 1;
+                self.release_pages(chunk, head, info.run_pages as usize);
+                return Ok(());
+            } else if free == 1 {
+                C::Reuse::insert(&mut bin.policy, rref);
+                bin.stats.nonfull_runs += 1;
+            } else {
+                C::Reuse::freed(&mut bin.policy, rref);
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that `addr` is a live region of the small run that page entry `e` describes;
+    /// returns the region size.
+    ///
+    /// # Safety
+    /// As for `free_small`.
+    pub unsafe fn small_usable(chunk: *mut ChunkHeader, page: usize, e: PageBits, addr: usize) -> Result<usize, FreeError> {
+        let idx = e.bin();
+        let base = ChunkHeader::page_addr(chunk, page - e.run_offset());
+        let info = bin(idx);
+        let region = info.region_index(addr - base).ok_or(FreeError::Interior)?;
+        // SAFETY: per the contract the run is live and the lock held.
+        if unsafe { Run(RunHeader::at(base, idx)).is_free(region) } {
+            return Err(FreeError::NotAllocated);
+        }
+        Ok(info.size as usize)
+    }
+
+    // ---- large ------------------------------------------------------------------------------
+
+    /// Allocates `pages` pages aligned to `align` (the caller checked that the over-allocation
+    /// fits in a chunk); null if the OS refuses memory.
+    pub fn alloc_large(&mut self, pages: usize, align: usize, zero: bool, arena: *const Arena<C>, index: usize, map: &PageMap) -> *mut u8 {
+        let extra = if align > PAGE { align / PAGE - 1 } else { 0 };
+        let Some((chunk, first)) = self.take_pages(pages + extra, arena, index, map) else {
+            return ptr::null_mut();
+        };
+        let addr = ChunkHeader::page_addr(chunk, first);
+        let lead = match round_up(addr, align.max(PAGE)) {
+            Some(a) => (a - addr) / PAGE,
+            None => 0,
+        };
+        let page = first + lead;
+        // SAFETY: the pages were just taken for us; lead and trail pages are still free pages
+        // of the same chunk, given back after the allocation is marked.
+        unsafe {
+            self.claim_pages(chunk, page, pages, zero, |i| PageEntry::large_bits(if i == 0 { pages } else { 0 }, i == 0));
+            if lead > 0 {
+                self.set_free_run_ends(chunk, first, lead);
+                self.coalesce_insert(chunk, first, lead);
+            }
+            let trail = extra - lead;
+            if trail > 0 {
+                self.set_free_run_ends(chunk, page + pages, trail);
+                self.coalesce_insert(chunk, page + pages, trail);
+            }
+        }
+        self.stats.large_allocated += pages * PAGE;
+        self.stats.large_allocations += 1;
+        ChunkHeader::page_addr(chunk, page) as *mut u8
+    }
+
+    /// Checks that `addr` with page entry `e` is a live large allocation; returns its pages.
+    pub fn large_pages(e: PageBits, addr: usize) -> Result<usize, FreeError> {
+        if !e.head() {
+            return Err(FreeError::Interior);
+        }
+        if addr % PAGE != 0 {
+            return Err(FreeError::Interior);
+        }
+        Ok(e.len())
+    }
+
+    /// Frees the large allocation at `page`.
+    ///
+    /// # Safety
+    /// `chunk` is ours and `page` heads a live large allocation of `pages` pages.
+    pub unsafe fn free_large(&mut self, chunk: *mut ChunkHeader, page: usize, pages: usize) {
+        self.stats.large_allocated -= pages * PAGE;
+        self.stats.large_frees += 1;
+        // SAFETY: per the contract.
+        unsafe { self.release_pages(chunk, page, pages) };
+    }
+
+    /// Resizes the large allocation at `page` from `old` to `new` pages where it is; false if
+    /// the following pages are not free.
+    ///
+    /// # Safety
+    /// `chunk` is ours and `page` heads a live large allocation of `old` pages.
+    pub unsafe fn resize_large(&mut self, chunk: *mut ChunkHeader, page: usize, old: usize, new: usize) -> bool {
+        if new == old {
+            return true;
+        }
+        // SAFETY: per the contract; the pages after the allocation are in the same chunk
+        // (checked against CHUNK_PAGES) and the entries say whether they are free.
+        unsafe {
+            if new < old {
+                for i in new..old {
+                    (*ChunkHeader::entry(chunk, page + i)).bits = FREE | DIRTY;
+                }
+                (*ChunkHeader::entry(chunk, page)).bits = PageEntry::large_bits(new, true);
+                let n = old - new;
+                self.stats.dirty_pages += n;
+                self.stats.active_pages -= n;
+                self.stats.large_allocated -= n * PAGE;
+                self.coalesce_insert(chunk, page + new, n);
+                if self.stats.dirty_pages > self.dirty_max {
+                    self.purge(self.dirty_max / 2);
+                }
+                return true;
+            }
+            let need = new - old;
+            let next = page + old;
+            if next >= CHUNK_PAGES {
+                return false;
+            }
+            let ne = ChunkHeader::entry(chunk, next);
+            if (*ne).kind() != FREE || (*ne).len() < need {
+                return false;
+            }
+            let flen = (*ne).len();
+            self.avail.remove(ne, flen);
+            if flen > need {
+                self.set_free_run_ends(chunk, next + need, flen - need);
+                self.avail.insert(ChunkHeader::entry(chunk, next + need), flen - need);
+            }
+            self.claim_pages(chunk, next, need, false, |_| PageEntry::large_bits(0, false));
+            (*ChunkHeader::entry(chunk, page)).bits = PageEntry::large_bits(new, true);
+            self.stats.large_allocated += need * PAGE;
+        }
+        true
+    }
+
+    // ---- invariants -------------------------------------------------------------------------
+
+    /// Walks every chunk, run and list of this arena; returns the first violation.
+    pub fn check(&self, arena: *const Arena<C>, arena_index: usize, map: &PageMap) -> Result<(), Violation> {
+        let err = |v: Violation| v.in_arena(arena_index);
+        let mut runs = [0usize; NBINS];
+        let mut nonfull = [0usize; NBINS];
+        let mut live = [0usize; NBINS];
+        let mut small_bytes = 0;
+        let mut large_bytes = 0;
+        let mut active = 0;
+        let mut dirty = 0;
+        let mut free_runs = 0usize;
+        let mut chunks = 0;
+        let mut c = self.chunks;
+        while !c.is_null() {
+            chunks += 1;
+            if crate::page_map::Owner::Chunk(c as usize) != map.lookup(c as usize) {
+                return Err(err(Violation::new(ViolationKind::PageMap("chunk not registered")).at(c as usize)));
+            }
+            // SAFETY: chunks on our list are live and we hold the lock (callers use `with`).
+            unsafe {
+                if (*c).arena != arena.cast() || (*c).arena_index != arena_index {
+                    return Err(err(Violation::new(ViolationKind::PageMap("chunk header names another arena")).at(c as usize)));
+                }
+                for p in 0..CHUNK_HEADER_PAGES {
+                    if (*ChunkHeader::entry(c, p)).kind() != META {
+                        return Err(err(Violation::new(ViolationKind::PageMap("header page not META")).at(c as usize)));
+                    }
+                }
+                let mut p = CHUNK_HEADER_PAGES;
+                let mut prev_free = false;
+                while p < CHUNK_PAGES {
+                    let e = &*ChunkHeader::entry(c, p);
+                    let at = ChunkHeader::page_addr(c, p);
+                    match e.bits & KIND_MASK {
+                        FREE => {
+                            let len = e.len();
+                            if prev_free {
+                                return Err(err(Violation::new(ViolationKind::FreeRuns("adjacent free runs not coalesced")).at(at)));
+                            }
+                            if len == 0 || p + len > CHUNK_PAGES {
+                                return Err(err(Violation::new(ViolationKind::FreeRuns("bad free run length")).at(at)));
+                            }
+                            let last = &*ChunkHeader::entry(c, p + len - 1);
+                            if last.kind() != FREE || last.len() != len {
+                                return Err(err(Violation::new(ViolationKind::FreeRuns("free run ends disagree")).at(at)));
+                            }
+                            for i in 0..len {
+                                let pe = &*ChunkHeader::entry(c, p + i);
+                                if pe.kind() != FREE {
+                                    return Err(err(Violation::new(ViolationKind::FreeRuns("non-free page inside free run")).at(at)));
+                                }
+                                dirty += usize::from(pe.dirty());
+                            }
+                            if !self.in_list(ChunkHeader::entry(c, p), len) {
+                                return Err(err(Violation::new(ViolationKind::FreeRuns("free run missing from its list")).at(at)));
+                            }
+                            free_runs += 1;
+                            prev_free = true;
+                            p += len;
+                        }
+                        SMALL => {
+                            prev_free = false;
+                            let idx = e.bin();
+                            if idx >= NBINS || e.run_offset() != 0 {
+                                return Err(err(Violation::new(ViolationKind::PageMap("small run does not start at its first page")).at(at)));
+                            }
+                            let info = bin(idx);
+                            let pages = info.run_pages as usize;
+                            for i in 1..pages {
+                                let pe = &*ChunkHeader::entry(c, p + i);
+                                if pe.kind() != SMALL || pe.bin() != idx || pe.run_offset() != i {
+                                    return Err(err(Violation::new(ViolationKind::PageMap("small run page entries inconsistent")).at(at).in_bin(idx)));
+                                }
+                            }
+                            let run = Run(RunHeader::at(at, idx));
+                            self.check_run(run, idx).map_err(|v| err(v.in_bin(idx).at(run.0.as_ptr() as usize)))?;
+                            let free = run.free();
+                            let cap = info.capacity as usize;
+                            runs[idx] += 1;
+                            if free > 0 {
+                                nonfull[idx] += 1;
+                            }
+                            live[idx] += cap - free;
+                            small_bytes += (cap - free) * info.size as usize;
+                            active += pages;
+                            p += pages;
+                        }
+                        LARGE => {
+                            prev_free = false;
+                            if e.bits & HEAD == 0 || e.len() == 0 || p + e.len() > CHUNK_PAGES {
+                                return Err(err(Violation::new(ViolationKind::PageMap("large allocation without a valid head page")).at(at)));
+                            }
+                            let len = e.len();
+                            for i in 1..len {
+                                let pe = &*ChunkHeader::entry(c, p + i);
+                                if pe.kind() != LARGE || pe.bits & HEAD != 0 {
+                                    return Err(err(Violation::new(ViolationKind::PageMap("large allocation pages inconsistent")).at(at)));
+                                }
+                            }
+                            large_bytes += len * PAGE;
+                            active += len;
+                            p += len;
+                        }
+                        _ => return Err(err(Violation::new(ViolationKind::PageMap("META page outside the header")).at(at))),
+                    }
+                }
+                c = (*c).next;
+            }
+        }
+        // Every listed run is a free run we walked: compare counts.
+        let mut listed = 0;
+        for len in 1..=CHUNK_USABLE_PAGES {
+            let mut e = self.avail.heads[len];
+            let bit = self.avail.nonempty[len / 64] >> (len % 64) & 1 == 1;
+            if bit != !e.is_null() {
+                return Err(err(Violation::new(ViolationKind::FreeRuns("non-empty bitmap disagrees with list"))));
+            }
+            while !e.is_null() {
+                listed += 1;
+                // SAFETY: list entries are live entries of our chunks.
+                unsafe {
+                    if (*e).kind() != FREE || (*e).len() != len {
+                        return Err(err(Violation::new(ViolationKind::FreeRuns("listed entry is not a free run of that length"))));
+                    }
+                    e = (*e).next;
+                }
+            }
+        }
+        let s = &self.stats;
+        let chk = |r: Result<(), Violation>| r.map_err(err);
+        chk(expect_eq("free runs listed", free_runs, listed))?;
+        chk(expect_eq("chunks", chunks, s.chunks))?;
+        chk(expect_eq("dirty pages", dirty, s.dirty_pages))?;
+        chk(expect_eq("active pages", active, s.active_pages))?;
+        chk(expect_eq("small allocated bytes", small_bytes, s.small_allocated))?;
+        chk(expect_eq("large allocated bytes", large_bytes, s.large_allocated))?;
+        for idx in 0..NBINS {
+            let b = &self.bins[idx];
+            let inb = |r: Result<(), Violation>| r.map_err(|v| err(v.in_bin(idx)));
+            inb(expect_eq("bin runs", runs[idx], b.stats.runs))?;
+            inb(expect_eq("bin non-full runs", nonfull[idx], b.stats.nonfull_runs))?;
+            inb(expect_eq("bin live regions", live[idx], b.stats.live))?;
+            inb(expect_eq("bin allocations - frees", live[idx], (b.stats.allocations - b.stats.frees) as usize))?;
+            self.check_policy(idx, nonfull[idx]).map_err(|v| err(v.in_bin(idx)))?;
+        }
+        Ok(())
+    }
+
+    fn in_list(&self, e: *mut PageEntry, len: usize) -> bool {
+        let mut x = self.avail.heads[len];
+        while !x.is_null() {
+            if x == e {
+                return true;
+            }
+            // SAFETY: list entries are live entries of our chunks.
+            x = unsafe { (*x).next };
+        }
+        false
+    }
+
+    /// # Safety
+    /// `run` is a live run of bin `idx` of this arena.
+    unsafe fn check_run(&self, run: Run, idx: usize) -> Result<(), Violation> {
+        // SAFETY: per the contract.
+        unsafe {
+            if !run.magic_ok() || run.bin_index() != idx {
+                return Err(Violation::new(ViolationKind::RunHeaderCorrupt));
+            }
+            let cap = bin(idx).capacity as usize;
+            let (pop, free) = (run.bitmap_popcount(), run.free());
+            if pop != free {
+                return Err(Violation::new(ViolationKind::BitmapCount { bitmap: pop, free }));
+            }
+            if !run.bitmap_shape_ok() {
+                return Err(Violation::new(ViolationKind::BitmapShape));
+            }
+            if free == cap {
+                return Err(Violation::new(ViolationKind::EmptyRunKept));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every run the policy knows is a non-full run of this bin, known once, and every
+    /// non-full run is known.
+    fn check_policy(&self, idx: usize, nonfull: usize) -> Result<(), Violation> {
+        let policy = &self.bins[idx].policy;
+        C::Reuse::check(policy).map_err(|s| Violation::new(ViolationKind::Policy(s)))?;
+        // Collect the known runs into scratch memory (never our own heap: we hold its lock).
+        let mut count = 0usize;
+        C::Reuse::for_each(policy, &mut |_| count += 1);
+        if count == 0 {
+            return if nonfull == 0 { Ok(()) } else { Err(Violation::new(ViolationKind::NonFullRunUnknown)) };
+        }
+        let bytes = round_up(count * 8, PAGE).unwrap_or(PAGE);
+        let Some(scratch) = os::map(bytes) else { return Ok(()) };
+        let slice = scratch.as_ptr().cast::<usize>();
+        let mut n = 0;
+        let mut bad: Result<(), Violation> = Ok(());
+        C::Reuse::for_each(policy, &mut |r| {
+            if n < count {
+                // SAFETY: `n < count` slots fit in the scratch mapping.
+                unsafe { slice.add(n).write(r.addr()) };
+                n += 1;
+            }
+            if bad.is_ok() {
+                bad = self.known_run_ok(r.addr(), idx);
+            }
+        });
+        // SAFETY: `n` slots were written above.
+        let known = unsafe { core::slice::from_raw_parts_mut(slice, n) };
+        known.sort_unstable();
+        let twice = known.windows(2).find(|w| w[0] == w[1]).map(|w| w[0]);
+        // SAFETY: mapped above, no longer used.
+        unsafe { os::unmap(scratch.as_ptr(), bytes) };
+        bad?;
+        if let Some(a) = twice {
+            return Err(Violation::new(ViolationKind::RunKnownTwice).at(a));
+        }
+        if n != nonfull {
+            return Err(Violation::new(ViolationKind::NonFullRunUnknown));
+        }
+        Ok(())
+    }
+
+    /// A run the policy knows must be a live, non-full run of bin `idx` in one of our chunks.
+    fn known_run_ok(&self, header: usize, idx: usize) -> Result<(), Violation> {
+        let foreign = Err(Violation::new(ViolationKind::ForeignRunKnown).at(header));
+        let mut c = self.chunks;
+        while !c.is_null() && ChunkHeader::of(header) != c {
+            // SAFETY: chunks on our list are live.
+            c = unsafe { (*c).next };
+        }
+        if c.is_null() {
+            return foreign;
+        }
+        let page = ChunkHeader::page_index(header);
+        // SAFETY: `c` is our chunk and `page` is in range.
+        unsafe {
+            let e = &*ChunkHeader::entry(c, page);
+            if e.kind() != SMALL || e.bin() != idx {
+                return foreign;
+            }
+            let base = ChunkHeader::page_addr(c, page - e.run_offset());
+            if RunHeader::at(base, idx).as_ptr() as usize != header {
+                return foreign;
+            }
+            let run = Run(RunHeader::at(base, idx));
+            if run.free() == 0 {
+                return Err(Violation::new(ViolationKind::FullRunKnown).at(header));
+            }
+        }
+        Ok(())
+    }
+
+}

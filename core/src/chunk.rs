@@ -1,0 +1,239 @@
+//! Chunks: 1 MiB, 1 MiB-aligned pieces of address space owned by one arena, with a header
+//! holding one entry per page.
+//!
+//! The header occupies the first `CHUNK_HEADER_PAGES` pages. A page entry says what the page
+//! is part of and keeps the links of the arena's free-page-run lists, so that free pages are
+//! never written to (purged pages stay purged, fresh pages stay untouched):
+//!
+//! - `FREE`: part of a free page run. The first and last page of the run carry its length;
+//!   the first page's entry is linked into the arena's list for that length.
+//! - `SMALL`: part of a small run; carries the bin index and the distance to the run's first
+//!   page, where the run starts (its header is at the end of the run).
+//! - `LARGE`: part of a large allocation; the first page carries the length and `HEAD`.
+//! - `META`: header pages.
+//!
+//! `DIRTY` is kept per page: set when a page that was in use becomes free, cleared when it is
+//! purged. A free page without `DIRTY` reads as zero (fresh from mmap, or after MADV_DONTNEED).
+//! All page entries are read and written only under the owning arena's lock.
+
+use crate::size_class::{CHUNK, CHUNK_HEADER_PAGES, CHUNK_PAGES, PAGE, PAGE_SHIFT};
+use core::ptr;
+
+/// Kind bits of a page entry.
+pub const KIND_MASK: usize = 3;
+/// Header pages.
+pub const META: usize = 0;
+/// Part of a free page run.
+pub const FREE: usize = 1;
+/// Part of a small run.
+pub const SMALL: usize = 2;
+/// Part of a large allocation.
+pub const LARGE: usize = 3;
+/// The page was used since it was last known to be zero.
+pub const DIRTY: usize = 1 << 2;
+/// First page of a large allocation.
+pub const HEAD: usize = 1 << 3;
+const FIELD_A_SHIFT: u32 = 16;
+const FIELD_B_SHIFT: u32 = 32;
+const FIELD_MASK: usize = 0xffff;
+
+/// One page's entry: a packed word and the links of the free-run lists.
+#[repr(C)]
+pub struct PageEntry {
+    /// Kind, flags, and two 16-bit fields (see the accessors).
+    pub bits: usize,
+    /// Previous free run of the same length (on a free run's first page).
+    pub prev: *mut PageEntry,
+    /// Next free run of the same length (on a free run's first page).
+    pub next: *mut PageEntry,
+}
+
+/// A copy of a page entry's packed word, with the same accessors as `PageEntry`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageBits(pub usize);
+
+impl PageBits {
+    /// The kind bits.
+    #[inline(always)]
+    pub fn kind(self) -> usize {
+        self.0 & KIND_MASK
+    }
+    /// Whether this is the first page of a large allocation.
+    #[inline(always)]
+    pub fn head(self) -> bool {
+        self.0 & HEAD != 0
+    }
+    /// See [`PageEntry::len`].
+    #[inline(always)]
+    pub fn len(self) -> usize {
+        (self.0 >> FIELD_A_SHIFT) & FIELD_MASK
+    }
+    /// See [`PageEntry::run_offset`].
+    #[inline(always)]
+    pub fn run_offset(self) -> usize {
+        (self.0 >> FIELD_A_SHIFT) & FIELD_MASK
+    }
+    /// See [`PageEntry::bin`].
+    #[inline(always)]
+    pub fn bin(self) -> usize {
+        (self.0 >> FIELD_B_SHIFT) & FIELD_MASK
+    }
+}
+
+impl PageEntry {
+    /// A copy of the packed word.
+    #[inline(always)]
+    pub fn get(&self) -> PageBits {
+        PageBits(self.bits)
+    }
+    /// The kind bits.
+    #[inline(always)]
+    pub fn kind(&self) -> usize {
+        self.bits & KIND_MASK
+    }
+    /// Whether `DIRTY` is set.
+    #[inline(always)]
+    pub fn dirty(&self) -> bool {
+        self.bits & DIRTY != 0
+    }
+    /// Run length in pages (on the first and last page of a free run, the first of a large one).
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        (self.bits >> FIELD_A_SHIFT) & FIELD_MASK
+    }
+    /// Pages back to the first page of the small run.
+    #[inline(always)]
+    pub fn run_offset(&self) -> usize {
+        (self.bits >> FIELD_A_SHIFT) & FIELD_MASK
+    }
+    /// Bin index of the small run.
+    #[inline(always)]
+    pub fn bin(&self) -> usize {
+        (self.bits >> FIELD_B_SHIFT) & FIELD_MASK
+    }
+
+    /// Bits of a page in a free run (length only matters at the run's ends).
+    #[inline(always)]
+    pub fn free_bits(len: usize, dirty: bool) -> usize {
+        FREE | (len << FIELD_A_SHIFT) | if dirty { DIRTY } else { 0 }
+    }
+    /// Bits of a page in a small run.
+    #[inline(always)]
+    pub fn small_bits(bin: usize, offset: usize) -> usize {
+        SMALL | (offset << FIELD_A_SHIFT) | (bin << FIELD_B_SHIFT)
+    }
+    /// Bits of a page in a large allocation.
+    #[inline(always)]
+    pub fn large_bits(len: usize, head: bool) -> usize {
+        LARGE | (len << FIELD_A_SHIFT) | if head { HEAD } else { 0 }
+    }
+}
+
+/// The chunk header, at the chunk's first byte.
+#[repr(C)]
+pub struct ChunkHeader {
+    /// The owning arena (type-erased `*const Arena<C>`); fixed for the chunk's life.
+    pub arena: *const (),
+    /// Index of the owning arena.
+    pub arena_index: usize,
+    /// Next chunk of the same arena.
+    pub next: *mut ChunkHeader,
+    /// One entry per page of the chunk.
+    pub pages: [PageEntry; CHUNK_PAGES],
+}
+
+const _: () = assert!(core::mem::size_of::<ChunkHeader>() <= CHUNK_HEADER_PAGES * PAGE);
+
+impl ChunkHeader {
+    /// The chunk containing `addr`.
+    #[inline(always)]
+    pub fn of(addr: usize) -> *mut ChunkHeader {
+        (addr & !(CHUNK - 1)) as *mut ChunkHeader
+    }
+
+    /// Page index of `addr` within its chunk.
+    #[inline(always)]
+    pub fn page_index(addr: usize) -> usize {
+        (addr & (CHUNK - 1)) >> PAGE_SHIFT
+    }
+
+    /// Address of page `page` of the chunk at `chunk`.
+    #[inline(always)]
+    pub fn page_addr(chunk: *mut ChunkHeader, page: usize) -> usize {
+        chunk as usize + (page << PAGE_SHIFT)
+    }
+
+    /// The entry of page `page`.
+    ///
+    /// # Safety
+    /// `chunk` is a live chunk header and `page < CHUNK_PAGES`.
+    #[inline(always)]
+    pub unsafe fn entry(chunk: *mut ChunkHeader, page: usize) -> *mut PageEntry {
+        debug_assert!(page < CHUNK_PAGES);
+        // SAFETY: the caller guarantees the header is live and the index in bounds.
+        unsafe { ptr::addr_of_mut!((*chunk).pages).cast::<PageEntry>().add(page) }
+    }
+
+    /// The chunk and page index of a page entry.
+    #[inline(always)]
+    pub fn locate(entry: *mut PageEntry) -> (*mut ChunkHeader, usize) {
+        let chunk = Self::of(entry as usize);
+        let first = core::mem::offset_of!(ChunkHeader, pages);
+        let page = (entry as usize - chunk as usize - first) / core::mem::size_of::<PageEntry>();
+        (chunk, page)
+    }
+
+    /// Writes a fresh header into a freshly mapped (zeroed) chunk: header pages `META`, the
+    /// rest one clean free run (the caller links it into its lists).
+    ///
+    /// # Safety
+    /// `chunk` is the start of a fresh, writable, exclusively owned chunk mapping.
+    pub unsafe fn init(chunk: *mut ChunkHeader, arena: *const (), arena_index: usize) {
+        // SAFETY: the caller owns the mapping; the header fits in it (asserted above).
+        unsafe {
+            (*chunk).arena = arena;
+            (*chunk).arena_index = arena_index;
+            (*chunk).next = ptr::null_mut();
+            for p in 0..CHUNK_HEADER_PAGES {
+                (*Self::entry(chunk, p)).bits = META;
+            }
+            let len = CHUNK_PAGES - CHUNK_HEADER_PAGES;
+            (*Self::entry(chunk, CHUNK_HEADER_PAGES)).bits = PageEntry::free_bits(len, false);
+            (*Self::entry(chunk, CHUNK_PAGES - 1)).bits = PageEntry::free_bits(len, false);
+            // Interior free pages need only their kind; fresh memory is zero (META), so mark them.
+            for p in CHUNK_HEADER_PAGES + 1..CHUNK_PAGES - 1 {
+                (*Self::entry(chunk, p)).bits = FREE;
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_fields_round_trip() {
+        let e = PageEntry { bits: PageEntry::small_bits(44, 15), prev: ptr::null_mut(), next: ptr::null_mut() };
+        assert_eq!((e.kind(), e.bin(), e.run_offset(), e.dirty()), (SMALL, 44, 15, false));
+        let e = PageEntry { bits: PageEntry::free_bits(254, true), ..e };
+        assert_eq!((e.kind(), e.len(), e.dirty()), (FREE, 254, true));
+        let e = PageEntry { bits: PageEntry::large_bits(7, true), ..e };
+        assert_eq!((e.kind(), e.len(), e.bits & HEAD != 0), (LARGE, 7, true));
+    }
+
+    #[test]
+    fn locate_inverts_entry() {
+        let m = crate::os::map_aligned(CHUNK, CHUNK).unwrap().as_ptr().cast::<ChunkHeader>();
+        // SAFETY: fresh chunk mapping owned by this test.
+        unsafe {
+            ChunkHeader::init(m, ptr::null(), 3);
+            for p in [0, 1, 2, 100, CHUNK_PAGES - 1] {
+                assert_eq!(ChunkHeader::locate(ChunkHeader::entry(m, p)), (m, p));
+            }
+            assert_eq!(ChunkHeader::page_index(m as usize + 5 * PAGE + 17), 5);
+            assert_eq!((*ChunkHeader::entry(m, 2)).len(), CHUNK_PAGES - CHUNK_HEADER_PAGES);
+            crate::os::unmap(m.cast(), CHUNK);
+        }
+    }
+}

@@ -1,0 +1,650 @@
+//! `Heap<C>`: the allocator. Usable as a `#[global_allocator]` (`Heap::new()` is `const`) and
+//! as an ordinary value: many heaps can live in one process, each with its own page map,
+//! arenas, huge allocations and metadata, all returned to the OS when it is dropped.
+//!
+//! A heap initializes on first use, mapping its shared state with `mmap`; nothing on any path
+//! allocates through the heap itself. Requests go:
+//! small (up to 3840 B) and large (up to a chunk) to the arena that `C::Arenas` chooses,
+//! huge to a mapping of their own. Frees find their chunk through the page map and their
+//! arena through the chunk header, so a region may be freed from any thread.
+
+use crate::arena::{Arena, ArenaInner};
+use crate::base::Base;
+use crate::chunk::{ChunkHeader, LARGE, SMALL};
+use crate::error::FreeError;
+use crate::huge::Huge;
+use crate::invariants::{Violation, ViolationKind};
+use crate::lock::RawLock;
+use crate::os;
+use crate::page_map::{Owner, PageMap};
+use crate::policy::{ArenaChoice, Config, Options};
+use crate::report::fatal;
+use crate::size_class::{classify, round_up, SizeClass, CHUNK, CHUNK_HEADER_PAGES, PAGE};
+use crate::stats::{ArenaStats, Stats};
+use crate::sync::{loom_const_fn, AtomicPtr, Ordering};
+use crate::thread::{ArenaCtx, ArenaPool, MAX_ARENAS};
+use core::alloc::{GlobalAlloc, Layout};
+use core::marker::PhantomData;
+use core::ptr;
+
+/// The state a heap maps on first use.
+struct Shared<C: Config> {
+    map: PageMap,
+    base: Base,
+    huge: Huge,
+    pool: ArenaPool,
+    choice: <C::Arenas as ArenaChoice>::State,
+    arena_lock: RawLock,
+    arenas: [AtomicPtr<Arena<C>>; MAX_ARENAS],
+    dirty_max: usize,
+}
+
+/// Where a live pointer lives.
+enum Live {
+    Small { usable: usize },
+    Large { chunk: *mut ChunkHeader, page: usize, pages: usize },
+    Huge { rec: usize, usable: usize },
+}
+
+/// A memory allocator with run-reuse and arena-choice policies fixed by `C`.
+pub struct Heap<C: Config> {
+    shared: AtomicPtr<Shared<C>>,
+    init_lock: RawLock,
+    options: Options,
+    _config: PhantomData<fn() -> C>,
+}
+
+impl<C: Config> Heap<C> {
+    loom_const_fn! {
+        /// A heap with default options. Maps nothing until first used.
+        pub fn new() -> Heap<C> {
+            Heap::with_options(Options::DEFAULT)
+        }
+    }
+
+    loom_const_fn! {
+        /// A heap with the given options.
+        pub fn with_options(options: Options) -> Heap<C> {
+            Heap { shared: AtomicPtr::new(ptr::null_mut()), init_lock: RawLock::new(), options, _config: PhantomData }
+        }
+    }
+
+    /// The configuration's name.
+    pub fn name(&self) -> &'static str {
+        C::NAME
+    }
+
+    /// The configuration and its policies, for reports.
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        let _ = C::describe(&mut s);
+        s
+    }
+
+    /// Arena indices currently leased to live threads (thread-bound arena strategies).
+    pub fn arenas_leased(&self) -> usize {
+        self.shared_if_init().map_or(0, |s| s.pool.leased())
+    }
+
+    /// The options this heap was made with.
+    pub fn options(&self) -> Options {
+        self.options
+    }
+
+    // ---- initialization ---------------------------------------------------------------------
+
+    #[inline(always)]
+    fn shared(&self) -> Option<&Shared<C>> {
+        let p = self.shared.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: once published, the shared state lives until the heap is dropped.
+            return Some(unsafe { &*p });
+        }
+        self.init()
+    }
+
+    /// The shared state if the heap has initialized (frees of foreign pointers into a heap that
+    /// never allocated must not initialize it).
+    #[inline(always)]
+    fn shared_if_init(&self) -> Option<&Shared<C>> {
+        let p = self.shared.load(Ordering::Acquire);
+        // SAFETY: as in `shared`.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    #[cold]
+    fn init(&self) -> Option<&Shared<C>> {
+        let _g = self.init_lock.guard();
+        let p = self.shared.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: as in `shared`.
+            return Some(unsafe { &*p });
+        }
+        if os::kernel_page_size() != PAGE {
+            fatal(format_args!("the kernel's page size is {}, alloclab is built for {}", os::kernel_page_size(), PAGE));
+        }
+        let bytes = round_up(core::mem::size_of::<Shared<C>>(), PAGE)?;
+        let mem = os::map(bytes)?.cast::<Shared<C>>();
+        let Some(map) = PageMap::create() else {
+            // SAFETY: never published.
+            unsafe { os::unmap(mem.as_ptr().cast(), bytes) };
+            return None;
+        };
+        let dirty_max =
+            if self.options.dirty_max_pages == usize::MAX { C::DIRTY_MAX_PAGES } else { self.options.dirty_max_pages };
+        // SAFETY: `mem` is a fresh mapping large enough for `Shared<C>`.
+        unsafe {
+            mem.as_ptr().write(Shared {
+                map,
+                base: Base::new(),
+                huge: Huge::new(),
+                pool: ArenaPool::new(&self.options),
+                choice: C::Arenas::init(&self.options),
+                arena_lock: RawLock::new(),
+                arenas: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+                dirty_max,
+            });
+        }
+        // SAFETY: just written; it does not move until the heap drops (which unregisters).
+        let shared = unsafe { &*mem.as_ptr() };
+        shared.pool.register(mem.as_ptr() as *const (), thread_exit_trampoline::<C>);
+        self.shared.store(mem.as_ptr(), Ordering::Release);
+        Some(shared)
+    }
+
+    // ---- arenas -----------------------------------------------------------------------------
+
+    #[inline(always)]
+    fn choose_arena<'s>(&self, s: &'s Shared<C>, size: usize) -> Option<&'s Arena<C>> {
+        let ctx = ArenaCtx::new(&s.pool);
+        let i = C::Arenas::choose(&ctx, &s.choice, size) % MAX_ARENAS;
+        Self::arena(s, i)
+    }
+
+    #[inline(always)]
+    fn arena(s: &Shared<C>, i: usize) -> Option<&Arena<C>> {
+        let a = s.arenas[i].load(Ordering::Acquire);
+        if !a.is_null() {
+            // SAFETY: published arenas live until the heap is dropped.
+            return Some(unsafe { &*a });
+        }
+        Self::create_arena(s, i)
+    }
+
+    #[cold]
+    fn create_arena(s: &Shared<C>, i: usize) -> Option<&Arena<C>> {
+        let _g = s.arena_lock.guard();
+        let a = s.arenas[i].load(Ordering::Acquire);
+        if a.is_null() {
+            let mem = s.base.alloc(core::mem::size_of::<Arena<C>>(), core::mem::align_of::<Arena<C>>())?;
+            let a = mem.as_ptr().cast::<Arena<C>>();
+            // SAFETY: fresh metadata of the right size and alignment.
+            unsafe { a.write(Arena::new(i, s.dirty_max)) };
+            s.arenas[i].store(a, Ordering::Release);
+            // SAFETY: just published.
+            return Some(unsafe { &*a });
+        }
+        // SAFETY: as in `arena`.
+        Some(unsafe { &*a })
+    }
+
+    fn for_each_arena(&self, mut f: impl FnMut(&Arena<C>)) {
+        if let Some(s) = self.shared_if_init() {
+            for slot in s.arenas.iter() {
+                let a = slot.load(Ordering::Acquire);
+                if !a.is_null() {
+                    // SAFETY: published arenas live until the heap is dropped.
+                    f(unsafe { &*a });
+                }
+            }
+        }
+    }
+
+    // ---- allocation -------------------------------------------------------------------------
+
+    /// Allocates `size` bytes aligned to `align` (a power of two); null if the request cannot
+    /// be satisfied (overflowing sizes, or the OS refused memory). `size` 0 is served as 1.
+    #[inline]
+    pub fn allocate(&self, size: usize, align: usize, zero: bool) -> *mut u8 {
+        if !align.is_power_of_two() {
+            return ptr::null_mut();
+        }
+        let Some(s) = self.shared() else { return ptr::null_mut() };
+        match classify(size, align) {
+            Some(SizeClass::Small(idx)) => match self.choose_arena(s, size) {
+                Some(a) => a.with(|inner| inner.alloc_small(idx, zero, a, a.index(), &s.map)),
+                None => ptr::null_mut(),
+            },
+            Some(SizeClass::Large(pages)) => match self.choose_arena(s, size) {
+                Some(a) => a.with(|inner| inner.alloc_large(pages, align, zero, a, a.index(), &s.map)),
+                None => ptr::null_mut(),
+            },
+            Some(SizeClass::Huge(bytes)) => s.huge.alloc(bytes, align, &s.base, &s.map),
+            None => ptr::null_mut(),
+        }
+    }
+
+    /// `malloc`: `size` bytes aligned to 16.
+    #[inline]
+    pub fn malloc(&self, size: usize) -> *mut u8 {
+        self.allocate(size, crate::size_class::QUANTUM, false)
+    }
+
+    /// `calloc`: `n * size` zeroed bytes; null if the product overflows.
+    pub fn calloc(&self, n: usize, size: usize) -> *mut u8 {
+        match n.checked_mul(size) {
+            Some(total) => self.allocate(total, crate::size_class::QUANTUM, true),
+            None => ptr::null_mut(),
+        }
+    }
+
+    // ---- lookup and free --------------------------------------------------------------------
+
+    /// Validates `addr` as a live allocation of this heap.
+    fn live(&self, addr: usize) -> Result<Live, FreeError> {
+        let s = self.shared_if_init().ok_or(FreeError::NotOurs)?;
+        match s.map.lookup(addr) {
+            Owner::None => Err(FreeError::NotOurs),
+            Owner::Chunk(c) => {
+                let chunk = c as *mut ChunkHeader;
+                let page = ChunkHeader::page_index(addr);
+                if page < CHUNK_HEADER_PAGES {
+                    return Err(FreeError::NotAllocated);
+                }
+                // SAFETY: the page map says `chunk` is one of our live chunks; its arena field
+                // is fixed for the chunk's life.
+                let arena = unsafe { &*((*chunk).arena as *const Arena<C>) };
+                arena.with(|_| {
+                    // SAFETY: our chunk, under its arena's lock.
+                    let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
+                    match e.kind() {
+                        // SAFETY: a SMALL entry of our chunk, under the lock.
+                        SMALL => unsafe { ArenaInner::<C>::small_usable(chunk, page, e, addr) }
+                            .map(|usable| Live::Small { usable }),
+                        LARGE => ArenaInner::<C>::large_pages(e, addr).map(|pages| Live::Large { chunk, page, pages }),
+                        _ => Err(FreeError::NotAllocated),
+                    }
+                })
+            }
+            Owner::Huge(rec) => {
+                // SAFETY: the record came from our page map.
+                let usable = unsafe { Huge::usable(rec, addr)? };
+                Ok(Live::Huge { rec, usable })
+            }
+        }
+    }
+
+    /// Usable size of the live allocation at `ptr`, or why it is not one.
+    pub fn usable_size(&self, ptr: *const u8) -> Result<usize, FreeError> {
+        self.live(ptr as usize).map(|l| match l {
+            Live::Small { usable } | Live::Huge { usable, .. } => usable,
+            Live::Large { pages, .. } => pages * PAGE,
+        })
+    }
+
+    /// Whether `ptr` lies in memory this heap manages (a chunk or huge mapping); looks only at
+    /// the page map, never at the memory.
+    pub fn owns(&self, ptr: *const u8) -> bool {
+        self.shared_if_init().is_some_and(|s| s.map.lookup(ptr as usize) != Owner::None)
+    }
+
+    /// The index of the arena that owns the small or large allocation at `ptr`.
+    pub fn arena_of(&self, ptr: *const u8) -> Option<usize> {
+        match self.shared_if_init()?.map.lookup(ptr as usize) {
+            // SAFETY: the page map says `c` is our live chunk; its header is immutable.
+            Owner::Chunk(c) => Some(unsafe { (*(c as *const ChunkHeader)).arena_index }),
+            _ => None,
+        }
+    }
+
+    /// Frees `ptr`, or says why it cannot: the pointer is then left alone.
+    ///
+    /// # Safety
+    /// If `ptr` is a live allocation of this heap, nothing may use it afterwards. Any other
+    /// value is rejected without touching the memory it points to.
+    pub unsafe fn try_free(&self, ptr: *mut u8) -> Result<(), FreeError> {
+        let addr = ptr as usize;
+        let s = self.shared_if_init().ok_or(FreeError::NotOurs)?;
+        match s.map.lookup(addr) {
+            Owner::None => Err(FreeError::NotOurs),
+            Owner::Chunk(c) => {
+                let chunk = c as *mut ChunkHeader;
+                let page = ChunkHeader::page_index(addr);
+                if page < CHUNK_HEADER_PAGES {
+                    return Err(FreeError::NotAllocated);
+                }
+                // SAFETY: as in `live`.
+                let arena = unsafe { &*((*chunk).arena as *const Arena<C>) };
+                arena.with(|inner| {
+                    // SAFETY: our chunk, under its arena's lock; the entry is re-read here so
+                    // that validation and free are one critical section.
+                    unsafe {
+                        let e = (*ChunkHeader::entry(chunk, page)).get();
+                        match e.kind() {
+                            SMALL => inner.free_small(chunk, page, e, addr),
+                            LARGE => {
+                                let pages = ArenaInner::<C>::large_pages(e, addr)?;
+                                inner.free_large(chunk, page, pages);
+                                Ok(())
+                            }
+                            _ => Err(FreeError::NotAllocated),
+                        }
+                    }
+                })
+            }
+            Owner::Huge(rec) => {
+                // SAFETY: the record came from our page map; `usable` validated the start.
+                unsafe {
+                    Huge::usable(rec, addr)?;
+                    s.huge.free(rec, &s.map);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `free`: frees `ptr` (null is ignored). A pointer this heap did not hand out, an interior
+    /// pointer or a double free aborts the process with a one-line message naming the pointer.
+    ///
+    /// # Safety
+    /// As for [`Heap::try_free`].
+    #[inline]
+    pub unsafe fn free(&self, ptr: *mut u8) {
+        if ptr.is_null() {
+            return;
+        }
+        // SAFETY: forwarded contract.
+        if let Err(e) = unsafe { self.try_free(ptr) } {
+            fatal(format_args!("free({:#x}): {}", ptr as usize, e));
+        }
+    }
+
+    // ---- realloc ----------------------------------------------------------------------------
+
+    /// Resizes the allocation at `ptr` to `new_size` bytes with alignment `align`, in place when
+    /// the size class allows, moving it otherwise. Copies `min(copy_limit, usable, new_size)`
+    /// bytes when moving. Returns null (leaving the allocation intact) if the request cannot be
+    /// satisfied; aborts if `ptr` is not a live allocation of this heap.
+    ///
+    /// # Safety
+    /// `ptr` is a live allocation of this heap (or null: then this allocates), not used
+    /// afterwards unless null is returned.
+    pub unsafe fn reallocate(&self, ptr: *mut u8, new_size: usize, align: usize, copy_limit: usize) -> *mut u8 {
+        if ptr.is_null() {
+            return self.allocate(new_size, align, false);
+        }
+        if !align.is_power_of_two() {
+            return ptr::null_mut();
+        }
+        let live = match self.live(ptr as usize) {
+            Ok(l) => l,
+            Err(e) => fatal(format_args!("realloc({:#x}): {}", ptr as usize, e)),
+        };
+        let Some(new_class) = classify(new_size, align) else { return ptr::null_mut() };
+        let Some(s) = self.shared_if_init() else { return ptr::null_mut() };
+        let usable = match live {
+            Live::Small { usable } => {
+                if crate::size_class::usable(new_class) == usable && matches!(new_class, SizeClass::Small(_)) {
+                    return ptr;
+                }
+                usable
+            }
+            Live::Large { chunk, page, pages } => {
+                if let SizeClass::Large(new_pages) = new_class {
+                    if align <= PAGE || (ptr as usize) % align == 0 {
+                        // SAFETY: `live` validated the allocation; its arena is the chunk's.
+                        let arena = unsafe { &*((*chunk).arena as *const Arena<C>) };
+                        // SAFETY: a live large allocation of that arena, under its lock.
+                        if arena.with(|inner| unsafe { inner.resize_large(chunk, page, pages, new_pages) }) {
+                            return ptr;
+                        }
+                    }
+                }
+                pages * PAGE
+            }
+            Live::Huge { rec, usable } => {
+                if let SizeClass::Huge(bytes) = new_class {
+                    if (ptr as usize) % align.max(CHUNK) == 0 {
+                        // SAFETY: `live` validated the record and start.
+                        let p = unsafe { s.huge.resize(rec, bytes, &s.map) };
+                        if !p.is_null() {
+                            return p;
+                        }
+                    }
+                }
+                usable
+            }
+        };
+        let new = self.allocate(new_size, align, false);
+        if !new.is_null() {
+            let n = usable.min(new_size).min(copy_limit);
+            // SAFETY: both allocations are live, distinct and at least `n` bytes long.
+            unsafe {
+                ptr::copy_nonoverlapping(ptr, new, n);
+                self.free(ptr);
+            }
+        }
+        new
+    }
+
+    /// C's `realloc`: alignment 16; `new_size` 0 frees nothing and returns a minimal allocation.
+    ///
+    /// # Safety
+    /// As for [`Heap::reallocate`].
+    pub unsafe fn realloc_c(&self, ptr: *mut u8, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        unsafe { self.reallocate(ptr, new_size, crate::size_class::QUANTUM, usize::MAX) }
+    }
+
+    // ---- statistics, invariants, maintenance ------------------------------------------------
+
+    /// Arenas created so far.
+    pub fn arenas_created(&self) -> usize {
+        let mut n = 0;
+        self.for_each_arena(|_| n += 1);
+        n
+    }
+
+    /// Statistics of one arena, if it exists.
+    pub fn arena_stats(&self, index: usize) -> Option<(ArenaStats, [crate::stats::BinStats; crate::size_class::NBINS])> {
+        let s = self.shared_if_init()?;
+        let a = s.arenas.get(index)?.load(Ordering::Acquire);
+        if a.is_null() {
+            return None;
+        }
+        // SAFETY: published arenas live until the heap is dropped.
+        let a = unsafe { &*a };
+        Some(a.with(|inner| {
+            let mut bins = [crate::stats::BinStats::default(); crate::size_class::NBINS];
+            for (b, bin) in bins.iter_mut().zip(inner.bins.iter()) {
+                *b = bin.stats;
+            }
+            (inner.stats, bins)
+        }))
+    }
+
+    /// A snapshot of the heap's statistics (each arena is read under its own lock, in turn).
+    pub fn stats(&self) -> Stats {
+        let mut st = Stats::default();
+        let Some(s) = self.shared_if_init() else { return st };
+        self.for_each_arena(|a| {
+            st.arenas += 1;
+            a.with(|inner| {
+                let mut allocations = inner.stats.large_allocations;
+                for (b, bin) in st.bins.iter_mut().zip(inner.bins.iter()) {
+                    b.add(&bin.stats);
+                    allocations += bin.stats.allocations;
+                }
+                if allocations > 0 {
+                    st.arenas_used += 1;
+                }
+                st.arena.add(&inner.stats);
+            })
+        });
+        let h = s.huge.stats();
+        st.huge_live = h.live;
+        st.huge_allocated = h.allocated;
+        st.huge_allocations = h.allocations;
+        st.huge_frees = h.frees;
+        st.allocated = st.arena.small_allocated + st.arena.large_allocated + h.allocated;
+        st.active = st.arena.active_pages * PAGE + h.allocated;
+        st.mapped = st.arena.chunks * CHUNK + h.allocated;
+        st.dirty = st.arena.dirty_pages * PAGE;
+        st.metadata = s.map.metadata_bytes()
+            + s.base.mapped()
+            + st.arena.chunks * CHUNK_HEADER_PAGES * PAGE
+            + round_up(core::mem::size_of::<Shared<C>>(), PAGE).unwrap_or(0);
+        st.resident = st.active + st.dirty + st.metadata;
+        st
+    }
+
+    /// Walks every arena, bin, run, free page run and huge record, and returns the first broken
+    /// invariant: policy knowledge of non-full runs (each exactly once, no full or empty run),
+    /// bitmap counts, page-map consistency, free-run coalescing and lists, and statistics.
+    pub fn check_invariants(&self) -> Result<(), Violation> {
+        let Some(s) = self.shared_if_init() else { return Ok(()) };
+        let mut result = Ok(());
+        self.for_each_arena(|a| {
+            if result.is_ok() {
+                result = a.with(|inner| inner.check(a, a.index(), &s.map));
+            }
+        });
+        result?;
+        s.huge.check(&s.map)
+    }
+
+    /// `check_invariants`, plus: each `(pointer, requested size)` in `live` is a live
+    /// allocation with usable size at least the request, and no two overlap. Sorts `live`.
+    pub fn check_live(&self, live: &mut [(usize, usize)]) -> Result<(), Violation> {
+        self.check_invariants()?;
+        live.sort_unstable();
+        let mut prev_end = 0usize;
+        let mut prev = 0usize;
+        for &(p, size) in live.iter() {
+            let usable = self.usable_size(p as *const u8).map_err(|e| Violation::new(ViolationKind::NotLive(e)).at(p))?;
+            if usable < size {
+                return Err(Violation::new(ViolationKind::Stats { what: "usable size", expected: size, actual: usable }).at(p));
+            }
+            if p < prev_end {
+                return Err(Violation::new(ViolationKind::Overlap { other: prev }).at(p));
+            }
+            prev_end = p + usable;
+            prev = p;
+        }
+        Ok(())
+    }
+
+    /// Returns every dirty page of every arena to the OS.
+    pub fn purge(&self) {
+        self.for_each_arena(|a| a.with(|inner| inner.purge(0)));
+    }
+
+    // ---- fork -------------------------------------------------------------------------------
+
+    /// Takes every lock of this heap (and the process-wide registry), so that `fork()` finds
+    /// none held mid-operation. Pair with `postfork_parent` or `postfork_child`.
+    pub fn prefork(&self) {
+        crate::thread::registry_lock();
+        self.init_lock.lock();
+        if let Some(s) = self.shared_if_init() {
+            s.arena_lock.lock();
+            s.pool.lock();
+            s.base.lock();
+            s.huge.lock();
+            self.for_each_arena(|a| a.lock());
+        }
+    }
+
+    /// Releases what `prefork` took, in the parent.
+    pub fn postfork_parent(&self) {
+        if let Some(s) = self.shared_if_init() {
+            self.for_each_arena(|a| a.unlock());
+            s.huge.unlock();
+            s.base.unlock();
+            s.pool.unlock();
+            s.arena_lock.unlock();
+        }
+        self.init_lock.unlock();
+        crate::thread::registry_unlock();
+    }
+
+    /// Resets what `prefork` took, in the child (whose other threads are gone).
+    pub fn postfork_child(&self) {
+        if let Some(s) = self.shared_if_init() {
+            self.for_each_arena(|a| a.reset_lock());
+            s.huge.reset_lock();
+            s.base.reset_lock();
+            s.pool.reset_lock();
+            s.arena_lock.reset();
+        }
+        self.init_lock.reset();
+        crate::thread::registry_reset();
+    }
+}
+
+/// Delivers a thread exit to the arena-choice policy of the heap at `owner`.
+///
+/// # Safety
+/// `owner` is the `Shared<C>` of a live heap (the registry only calls live heaps).
+unsafe fn thread_exit_trampoline<C: Config>(owner: *const (), value: usize) {
+    // SAFETY: per the contract.
+    let s = unsafe { &*(owner as *const Shared<C>) };
+    C::Arenas::thread_exit(&ArenaCtx::new(&s.pool), &s.choice, value);
+}
+
+impl<C: Config> Default for Heap<C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<C: Config> Drop for Heap<C> {
+    fn drop(&mut self) {
+        let p = self.shared.load(Ordering::Acquire);
+        if p.is_null() {
+            return;
+        }
+        // SAFETY: `&mut self`: no allocation of this heap is used anymore and no other thread
+        // is inside it. Thread exits are cut off first (unregister waits for running ones).
+        unsafe {
+            let s = &*p;
+            s.pool.unregister();
+            for slot in s.arenas.iter() {
+                let a = slot.load(Ordering::Acquire);
+                if !a.is_null() {
+                    (*a).release_all(&s.map);
+                    ptr::drop_in_place(a);
+                }
+            }
+            s.huge.release_all(&s.map);
+            ptr::drop_in_place(p);
+            os::unmap(p.cast(), round_up(core::mem::size_of::<Shared<C>>(), PAGE).unwrap_or(PAGE));
+        }
+    }
+}
+
+// SAFETY: every method is thread-safe (locks and atomics), returns memory that no one else
+// holds, and `dealloc`/`realloc` accept exactly what `alloc` handed out.
+unsafe impl<C: Config> GlobalAlloc for Heap<C> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        self.allocate(layout.size(), layout.align(), false)
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        self.allocate(layout.size(), layout.align(), true)
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        // SAFETY: GlobalAlloc's contract: `ptr` came from this allocator.
+        unsafe { self.free(ptr) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: GlobalAlloc's contract: `ptr` is live with `layout`.
+        unsafe { self.reallocate(ptr, new_size, layout.align(), layout.size()) }
+    }
+}

@@ -1,0 +1,303 @@
+//! Huge allocations: larger than a chunk's usable pages (or aligned beyond what a chunk can
+//! offer), each in a mapping of its own, chunk-aligned, sized to whole pages.
+//!
+//! Each has a record (from the heap's `Base`) that the page map points to for every chunk the
+//! mapping covers, so a free or a lookup finds it in O(1) and can tell an interior pointer.
+//! Growing tries `mremap` in place, then moves the pages to a fresh aligned reservation with
+//! `MREMAP_FIXED` (no copy). Fresh mappings are zero: a zeroed huge allocation is free.
+
+use crate::base::Base;
+use crate::error::FreeError;
+use crate::invariants::{expect_eq, Violation, ViolationKind};
+use crate::lock::RawLock;
+use crate::os;
+use crate::page_map::{Owner, PageMap, TAG_HUGE};
+use crate::size_class::{round_up, CHUNK};
+use crate::sync::{loom_const_fn, UnsafeCell};
+use core::ptr;
+
+/// One huge allocation.
+pub(crate) struct HugeRecord {
+    addr: usize,
+    size: usize,
+    align: usize,
+    prev: *mut HugeRecord,
+    next: *mut HugeRecord,
+}
+
+struct HugeInner {
+    list: *mut HugeRecord,
+    spare: *mut HugeRecord,
+    live: usize,
+    allocated: usize,
+    allocations: u64,
+    frees: u64,
+}
+
+/// Counters of huge allocations.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HugeStats {
+    pub live: usize,
+    pub allocated: usize,
+    pub allocations: u64,
+    pub frees: u64,
+}
+
+/// The heap's huge allocations.
+pub(crate) struct Huge {
+    lock: RawLock,
+    inner: UnsafeCell<HugeInner>,
+}
+
+// SAFETY: `inner` and the records on its lists are reached only with `lock` held (a record's
+// address and size are also read by the thread that owns the allocation, which no other
+// thread may free concurrently).
+unsafe impl Sync for Huge {}
+// SAFETY: as above.
+unsafe impl Send for Huge {}
+
+impl Huge {
+    loom_const_fn! {
+        pub fn new() -> Huge {
+            Huge {
+                lock: RawLock::new(),
+                inner: UnsafeCell::new(HugeInner {
+                    list: ptr::null_mut(),
+                    spare: ptr::null_mut(),
+                    live: 0,
+                    allocated: 0,
+                    allocations: 0,
+                    frees: 0,
+                }),
+            }
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut HugeInner) -> R) -> R {
+        let _g = self.lock.guard();
+        // SAFETY: the lock is held for the whole closure.
+        self.inner.with_mut(|p| f(unsafe { &mut *p }))
+    }
+
+    /// Maps `bytes` (a page multiple) aligned to `align`; null if the OS refuses.
+    pub fn alloc(&self, bytes: usize, align: usize, base: &Base, map: &PageMap) -> *mut u8 {
+        let align = align.max(CHUNK);
+        let Some(mem) = os::map_aligned(bytes, align) else { return ptr::null_mut() };
+        let addr = mem.as_ptr() as usize;
+        let rec = self.with(|h| {
+            let r = h.spare;
+            if !r.is_null() {
+                // SAFETY: spare records are ours, under the lock.
+                h.spare = unsafe { (*r).next };
+            }
+            r
+        });
+        let rec = if rec.is_null() {
+            match base.alloc(core::mem::size_of::<HugeRecord>(), 8) {
+                Some(p) => p.as_ptr().cast::<HugeRecord>(),
+                None => {
+                    // SAFETY: never published.
+                    unsafe { os::unmap(mem.as_ptr(), bytes) };
+                    return ptr::null_mut();
+                }
+            }
+        } else {
+            rec
+        };
+        // SAFETY: the record is ours until linked below.
+        unsafe { rec.write(HugeRecord { addr, size: bytes, align, prev: ptr::null_mut(), next: ptr::null_mut() }) };
+        if !map.set(addr, bytes, rec as usize | TAG_HUGE) {
+            map.clear(addr, bytes);
+            // SAFETY: never handed out.
+            unsafe { os::unmap(mem.as_ptr(), bytes) };
+            self.with(|h| {
+                // SAFETY: the record is ours; put it on the spare list.
+                unsafe { (*rec).next = h.spare };
+                h.spare = rec;
+            });
+            return ptr::null_mut();
+        }
+        self.with(|h| {
+            // SAFETY: linking our record into the list, under the lock.
+            unsafe {
+                (*rec).next = h.list;
+                if !h.list.is_null() {
+                    (*h.list).prev = rec;
+                }
+            }
+            h.list = rec;
+            h.live += 1;
+            h.allocated += bytes;
+            h.allocations += 1;
+        });
+        mem.as_ptr()
+    }
+
+    /// Checks that `addr`, whose page-map record is `rec`, starts a live huge allocation;
+    /// returns its usable size.
+    ///
+    /// # Safety
+    /// `rec` came from this heap's page map.
+    pub unsafe fn usable(rec: usize, addr: usize) -> Result<usize, FreeError> {
+        let rec = rec as *const HugeRecord;
+        // SAFETY: records referenced by the page map are live (cleared before reuse).
+        let (a, s) = unsafe { ((*rec).addr, (*rec).size) };
+        if a != addr {
+            return Err(FreeError::Interior);
+        }
+        Ok(s)
+    }
+
+    /// Unmaps the huge allocation at `addr`.
+    ///
+    /// # Safety
+    /// `rec` came from this heap's page map for `addr` and `usable(rec, addr)` succeeded.
+    pub unsafe fn free(&self, rec: usize, map: &PageMap) {
+        let rec = rec as *mut HugeRecord;
+        // SAFETY: the record is live (contract); it is unlinked under the lock.
+        let (addr, size) = unsafe { ((*rec).addr, (*rec).size) };
+        map.clear(addr, size);
+        self.with(|h| {
+            // SAFETY: our record, under the lock.
+            unsafe {
+                let (prev, next) = ((*rec).prev, (*rec).next);
+                if prev.is_null() {
+                    h.list = next;
+                } else {
+                    (*prev).next = next;
+                }
+                if !next.is_null() {
+                    (*next).prev = prev;
+                }
+                (*rec).next = h.spare;
+                (*rec).addr = 0;
+            }
+            h.spare = rec;
+            h.live -= 1;
+            h.allocated -= size;
+            h.frees += 1;
+        });
+        // SAFETY: the mapping was ours and nothing refers to it anymore.
+        unsafe { os::unmap(addr as *mut u8, size) };
+    }
+
+    /// Resizes the huge allocation at `rec` to `bytes` (page multiple, beyond `LARGE_MAX`),
+    /// moving its pages if needed. Returns the new address, or null if the OS refused (the
+    /// allocation is then unchanged).
+    ///
+    /// # Safety
+    /// As for `free`.
+    pub unsafe fn resize(&self, rec: usize, bytes: usize, map: &PageMap) -> *mut u8 {
+        let rec = rec as *mut HugeRecord;
+        // SAFETY: the caller owns the allocation, hence the record's address and size.
+        let (addr, old, align) = unsafe { ((*rec).addr, (*rec).size, (*rec).align) };
+        if bytes == old {
+            return addr as *mut u8;
+        }
+        let tag = rec as usize | TAG_HUGE;
+        if bytes < old {
+            // SAFETY: the tail pages are part of our mapping and beyond the new size.
+            unsafe { os::unmap((addr + bytes) as *mut u8, old - bytes) };
+            if let Some(keep) = round_up(addr + bytes, CHUNK) {
+                map.clear(keep, addr + old - keep);
+            }
+        } else {
+            // SAFETY: our mapping; without MAYMOVE it only grows into free address space.
+            if unsafe { os::remap_in_place(addr as *mut u8, old, bytes) } {
+                if !map.set(addr, bytes, tag) {
+                    // Metadata refused: shrink back and report failure.
+                    // SAFETY: the pages past `old` were just added to our mapping.
+                    unsafe { os::unmap((addr + old) as *mut u8, bytes - old) };
+                    return ptr::null_mut();
+                }
+            } else {
+                let Some(dest) = os::map_aligned(bytes, align) else { return ptr::null_mut() };
+                let dest = dest.as_ptr() as usize;
+                if !map.set(dest, bytes, tag) {
+                    map.clear(dest, bytes);
+                    // SAFETY: the reservation was never used.
+                    unsafe { os::unmap(dest as *mut u8, bytes) };
+                    return ptr::null_mut();
+                }
+                // SAFETY: both ranges are ours; the reservation at `dest` is replaced.
+                if !unsafe { os::remap_to(addr as *mut u8, old, dest as *mut u8, bytes) } {
+                    map.clear(dest, bytes);
+                    // SAFETY: as above.
+                    unsafe { os::unmap(dest as *mut u8, bytes) };
+                    return ptr::null_mut();
+                }
+                map.clear(addr, old);
+                // SAFETY: the caller owns the allocation.
+                unsafe { (*rec).addr = dest };
+            }
+        }
+        // SAFETY: as above.
+        let new_addr = unsafe {
+            (*rec).size = bytes;
+            (*rec).addr
+        };
+        self.with(|h| h.allocated = h.allocated + bytes - old);
+        new_addr as *mut u8
+    }
+
+    pub fn stats(&self) -> HugeStats {
+        self.with(|h| HugeStats { live: h.live, allocated: h.allocated, allocations: h.allocations, frees: h.frees })
+    }
+
+    /// Every live record is found by the page map for each chunk it covers; counters add up.
+    pub fn check(&self, map: &PageMap) -> Result<(), Violation> {
+        self.with(|h| {
+            let (mut n, mut bytes) = (0, 0);
+            let mut r = h.list;
+            while !r.is_null() {
+                // SAFETY: records on the list are live, under the lock.
+                let (addr, size, next) = unsafe { ((*r).addr, (*r).size, (*r).next) };
+                let mut a = addr;
+                while a < addr + size {
+                    if map.lookup(a) != Owner::Huge(r as usize) {
+                        return Err(Violation::new(ViolationKind::Huge("page map does not point to the record")).at(addr));
+                    }
+                    a += CHUNK;
+                }
+                if addr % CHUNK != 0 {
+                    return Err(Violation::new(ViolationKind::Huge("mapping not chunk-aligned")).at(addr));
+                }
+                n += 1;
+                bytes += size;
+                r = next;
+            }
+            expect_eq("huge live", n, h.live)?;
+            expect_eq("huge allocated bytes", bytes, h.allocated)?;
+            expect_eq("huge allocations - frees", n, (h.allocations - h.frees) as usize)
+        })
+    }
+
+    /// Unmaps every huge allocation (heap drop).
+    ///
+    /// # Safety
+    /// No huge allocation is used afterwards.
+    pub unsafe fn release_all(&self, map: &PageMap) {
+        self.with(|h| {
+            let mut r = h.list;
+            while !r.is_null() {
+                // SAFETY: per the contract.
+                unsafe {
+                    map.clear((*r).addr, (*r).size);
+                    os::unmap((*r).addr as *mut u8, (*r).size);
+                    r = (*r).next;
+                }
+            }
+            h.list = ptr::null_mut();
+        });
+    }
+
+    pub(crate) fn lock(&self) {
+        self.lock.lock();
+    }
+    pub(crate) fn unlock(&self) {
+        self.lock.unlock();
+    }
+    pub(crate) fn reset_lock(&self) {
+        self.lock.reset();
+    }
+}

@@ -1,0 +1,71 @@
+//! # alloclab-core: the allocator engine
+//!
+//! A real allocator in the shape of mozjemalloc, whose contested decisions are traits. Memory
+//! comes from the OS (`mmap`, `madvise`, `munmap`); the engine never allocates through
+//! another allocator, nor through itself.
+//!
+//! ## Layers
+//!
+//! Each layer depends only on the ones above it. One concern per file.
+//!
+//! | layer | file | owns |
+//! |---|---|---|
+//! | shim | `sync.rs` | atomics, cells, thread-locals, globals (std or loom) |
+//! | platform | `os.rs` | mmap/munmap/madvise/mremap, futex, stderr, CPU count |
+//! | | `report.rs` | messages and fatal errors without allocating |
+//! | | `lock.rs` | `RawLock`, a futex lock with explicit lock/unlock (fork-friendly) |
+//! | geometry | `size_class.rs` | size classes, run geometry, `classify` |
+//! | metadata | `page_map.rs` | address → chunk or huge record, O(1), without touching memory |
+//! | | `base.rs` | the heap's own metadata allocator |
+//! | | `chunk.rs` | 1 MiB chunks and their per-page entries |
+//! | | `run.rs` | run headers, bitmaps, `RunRef` (what policies see) |
+//! | policy interface | `policy.rs` | `RunReuse`, `ArenaChoice`, `Config`, `Options` |
+//! | | `thread.rs` | thread bindings, thread exit, arena pool (`ArenaCtx`) |
+//! | engine | `arena.rs` | bins, free page runs, purging, small and large paths |
+//! | | `huge.rs` | huge mappings |
+//! | | `heap.rs` | `Heap<C>`: init, dispatch, free, realloc, stats, fork, invariants |
+//! | results | `stats.rs`, `invariants.rs`, `error.rs` | what the heap reports |
+//!
+//! This crate knows no concrete policy: those live in `alloclab-policies`.
+//!
+//! ## Rules the code keeps
+//!
+//! - Nothing allocates on any path: metadata comes from `Base` (mmap), messages go to fd 2.
+//! - Fresh pages are known to be zero and are never touched to prove it.
+//! - Every `unsafe` block says why it is sound; `unsafe_op_in_unsafe_fn` is denied.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod sync;
+
+pub mod os;
+pub mod report;
+pub mod lock;
+
+pub mod size_class;
+
+mod base;
+mod chunk;
+mod page_map;
+pub mod run;
+
+pub mod policy;
+mod thread;
+
+mod arena;
+mod huge;
+mod heap;
+
+mod error;
+pub mod invariants;
+pub mod stats;
+
+pub use arena::Arena;
+pub use error::FreeError;
+pub use heap::Heap;
+pub use invariants::{Violation, ViolationKind};
+pub use policy::{ArenaChoice, ArenaCtx, Config, Options, Removal, RunReuse};
+pub use run::RunRef;
+pub use stats::{ArenaStats, BinStats, Stats};
+pub use thread::MAX_ARENAS;

@@ -1,0 +1,197 @@
+//! Platform layer: the only file that talks to the kernel.
+//!
+//! Memory comes from anonymous private mappings, which the kernel hands out zero-filled: the
+//! engine relies on that and never touches or verifies fresh pages (the start-up seed showed
+//! what verifying them costs). Nothing here allocates: errors go to fd 2 through `write(2)`.
+
+use core::ptr::NonNull;
+
+/// Bytes in a page. Checked against the kernel's page size once, at heap initialization.
+pub const PAGE: usize = 4096;
+
+/// Maps `size` bytes (a multiple of the page size) of fresh zeroed memory.
+pub fn map(size: usize) -> Option<NonNull<u8>> {
+    map_at(core::ptr::null_mut(), size)
+}
+
+fn map_at(hint: *mut u8, size: usize) -> Option<NonNull<u8>> {
+    // SAFETY: an anonymous private mapping with no fixed address cannot clobber existing
+    // mappings; a hint is only a hint.
+    let p = unsafe {
+        libc::mmap(
+            hint.cast(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        None
+    } else {
+        NonNull::new(p.cast())
+    }
+}
+
+/// Maps `size` bytes aligned to `align` (a power of two, at least a page).
+pub fn map_aligned(size: usize, align: usize) -> Option<NonNull<u8>> {
+    debug_assert!(align.is_power_of_two() && align >= PAGE && size % PAGE == 0);
+    // The kernel often places a new mapping right below the previous one; ask for exactly the
+    // size first and only over-map when the answer is not aligned.
+    let p = map(size)?;
+    if (p.as_ptr() as usize) & (align - 1) == 0 {
+        return Some(p);
+    }
+    // SAFETY: `p` is the mapping of `size` bytes made just above.
+    unsafe { unmap(p.as_ptr(), size) };
+    let over = size.checked_add(align - PAGE)?;
+    let raw = map(over)?.as_ptr() as usize;
+    let aligned = (raw + align - 1) & !(align - 1);
+    let lead = aligned - raw;
+    let trail = over - lead - size;
+    // SAFETY: both ranges lie inside the mapping of `over` bytes at `raw` and outside the
+    // `size` bytes at `aligned` that we keep.
+    unsafe {
+        if lead != 0 {
+            unmap(raw as *mut u8, lead);
+        }
+        if trail != 0 {
+            unmap((aligned + size) as *mut u8, trail);
+        }
+    }
+    NonNull::new(aligned as *mut u8)
+}
+
+/// Unmaps a range this module mapped.
+///
+/// # Safety
+/// `ptr..ptr+size` must be page-aligned memory mapped by this module that nobody uses anymore.
+pub unsafe fn unmap(ptr: *mut u8, size: usize) {
+    // SAFETY: the caller guarantees the range is ours and unused.
+    let r = unsafe { libc::munmap(ptr.cast(), size) };
+    if r != 0 {
+        crate::report::fatal(format_args!("munmap({:#x}, {}) failed", ptr as usize, size));
+    }
+}
+
+/// Returns the physical pages of a range to the kernel; the range stays mapped and reads as
+/// zero afterwards (anonymous private memory).
+///
+/// # Safety
+/// The range must be page-aligned memory mapped by this module whose contents nobody needs.
+pub unsafe fn purge(ptr: *mut u8, size: usize) {
+    // SAFETY: the caller guarantees the contents are dead; MADV_DONTNEED on anonymous private
+    // memory only drops them.
+    unsafe { libc::madvise(ptr.cast(), size, libc::MADV_DONTNEED) };
+}
+
+/// Grows or shrinks a mapping in place (never moves it). Returns false if the kernel could not.
+///
+/// # Safety
+/// `ptr..ptr+old` must be a mapping made by this module.
+pub unsafe fn remap_in_place(ptr: *mut u8, old: usize, new: usize) -> bool {
+    // SAFETY: without MREMAP_MAYMOVE the mapping either changes size where it is, or not at
+    // all; when growing, the kernel only takes free address space.
+    let r = unsafe { libc::mremap(ptr.cast(), old, new, 0) };
+    r != libc::MAP_FAILED
+}
+
+/// Moves the pages of `old_ptr..+old` to `new_ptr` (already mapped, `new` bytes, `new >= old`),
+/// replacing what was there, without copying them.
+///
+/// # Safety
+/// Both ranges must be mappings made by this module; `old_ptr`'s mapping is gone afterwards.
+pub unsafe fn remap_to(old_ptr: *mut u8, old: usize, new_ptr: *mut u8, new: usize) -> bool {
+    // SAFETY: MREMAP_FIXED replaces the destination range, which the caller owns.
+    let r = unsafe {
+        libc::mremap(
+            old_ptr.cast(),
+            old,
+            new,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+            new_ptr as *mut libc::c_void,
+        )
+    };
+    r != libc::MAP_FAILED
+}
+
+/// The kernel's page size.
+pub fn kernel_page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
+/// Online CPUs, at least 1.
+pub fn ncpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n < 1 {
+        1
+    } else {
+        n as usize
+    }
+}
+
+/// The CPU this thread runs on now (a hint: it may change right after).
+pub fn current_cpu() -> usize {
+    #[cfg(loom)]
+    {
+        0
+    }
+    #[cfg(not(loom))]
+    {
+        // SAFETY: sched_getcpu has no preconditions and goes through the vDSO.
+        let c = unsafe { libc::sched_getcpu() };
+        if c < 0 {
+            0
+        } else {
+            c as usize
+        }
+    }
+}
+
+/// Writes all of `bytes` to standard error, ignoring failures (there is nobody to tell).
+pub fn write_stderr(bytes: &[u8]) {
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        // SAFETY: the pointer and length describe the live slice `rest`.
+        let n = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
+        if n <= 0 {
+            return;
+        }
+        rest = &rest[n as usize..];
+    }
+}
+
+/// Ends the process with SIGABRT, without unwinding and without running anything that could
+/// allocate.
+pub fn abort() -> ! {
+    // SAFETY: abort has no preconditions.
+    unsafe { libc::abort() }
+}
+
+/// Sleeps while `*word == expected` (spurious wake-ups allowed).
+#[cfg(not(loom))]
+pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32) {
+    // SAFETY: FUTEX_WAIT reads the 32-bit word at a valid address; a null timeout waits
+    // indefinitely. The other arguments are ignored for this operation.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            core::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+/// Wakes one thread sleeping in [`futex_wait`] on `word`.
+#[cfg(not(loom))]
+pub fn futex_wake(word: &core::sync::atomic::AtomicU32) {
+    // SAFETY: FUTEX_WAKE only uses the address as a key.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
+    }
+}

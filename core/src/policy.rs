@@ -1,0 +1,133 @@
+//! The policy traits: the decisions the seed studies argue about, as types.
+//!
+//! - [`RunReuse`]: which non-full run of a bin serves the next small allocation.
+//! - [`ArenaChoice`]: which arena serves a request from the current thread.
+//! - [`Config`]: one policy per dimension plus tunables; `Heap<C>` is generic over it, so every
+//!   decision is dispatched statically.
+//!
+//! Concrete policies live in `alloclab-policies`; this crate knows none of them.
+
+use crate::run::RunRef;
+pub use crate::thread::ArenaCtx;
+
+/// Why a run leaves a policy's set of non-full runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Removal {
+    /// Its last free region was just allocated.
+    Full,
+    /// Its last allocated region was just freed; the run goes back to the arena.
+    Empty,
+    /// A wrapping policy took it over (for instance to make it the current run).
+    Taken,
+}
+
+/// A run-reuse policy: owns a bin's set of non-full runs and picks which one serves the next
+/// allocation.
+///
+/// The engine calls these methods with the arena lock held, in this protocol:
+///
+/// - `insert(run)`: the run just gained its first free region (a new run, or a full run that
+///   had a region freed). It was unknown to the policy and is known from now on.
+/// - `freed(run)`: a region was freed into a run already known.
+/// - `pick()`: the run to allocate from next, among the known ones (`None` if there are none;
+///   the engine then makes a new run and `insert`s it). `pick` does not remove it.
+/// - `remove(run, why)`: the run became full (right after an allocation from the picked run),
+///   or entirely free. It is unknown from now on.
+/// - `for_each(f)`: calls `f` once for each known run (used by `check_invariants`).
+///
+/// # Safety
+///
+/// Implementors must hold a `RunRef` only while its run is known (between `insert` and
+/// `remove`), must return from `pick` only runs that are known, and must not call `links()`
+/// on any other run. The engine relies on this: a forgotten run's memory is reused.
+pub unsafe trait RunReuse: 'static {
+    /// Links stored in every run's header (at most 32 bytes, alignment at most 8). Use `Cell`s:
+    /// they are reached through shared references.
+    type Links: Default;
+    /// The per-bin state.
+    type Bin: Default;
+    /// Short name used in reports.
+    const NAME: &'static str;
+
+    /// Writes the policy's name (wrappers include the wrapped policy's).
+    fn write_name(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
+        w.write_str(Self::NAME)
+    }
+
+    /// A run became non-full and is now known.
+    fn insert(bin: &mut Self::Bin, run: RunRef<Self::Links>);
+    /// A region was freed into a known run.
+    fn freed(_bin: &mut Self::Bin, _run: RunRef<Self::Links>) {}
+    /// The run to serve the next allocation.
+    fn pick(bin: &mut Self::Bin) -> Option<RunRef<Self::Links>>;
+    /// A known run became full or empty and is forgotten.
+    fn remove(bin: &mut Self::Bin, run: RunRef<Self::Links>, why: Removal);
+    /// Visits every known run once.
+    fn for_each(bin: &Self::Bin, f: &mut dyn FnMut(RunRef<Self::Links>));
+    /// Checks the policy's own structure (ordering, links); a static description on failure.
+    fn check(_bin: &Self::Bin) -> Result<(), &'static str> {
+        Ok(())
+    }
+    /// Whether `candidate` should serve before `current` when it becomes non-full (used by a
+    /// cached current run to stay, for instance, the lowest-addressed run). Default: never.
+    fn prefer(_candidate: RunRef<Self::Links>, _current: RunRef<Self::Links>) -> bool {
+        false
+    }
+}
+
+/// An arena-choice policy.
+pub trait ArenaChoice: 'static {
+    /// Per-heap state, made when the heap initializes.
+    type State: Send + Sync;
+    /// Short name used in reports.
+    const NAME: &'static str;
+
+    /// Makes the per-heap state.
+    fn init(options: &Options) -> Self::State;
+
+    /// Index of the arena that serves a request of `size` bytes from the current thread.
+    /// Indices are taken modulo `MAX_ARENAS`; arenas are created on first use.
+    fn choose(ctx: &ArenaCtx<'_>, state: &Self::State, size: usize) -> usize;
+
+    /// Called once when a thread that called `ctx.bind_thread(value)` exits.
+    fn thread_exit(_ctx: &ArenaCtx<'_>, _state: &Self::State, _value: usize) {}
+}
+
+/// Run-time tunables of a heap. `Options::DEFAULT` takes its values from the config.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Number of arenas for strategies with a fixed count; 0 means the strategy's default.
+    pub narenas: usize,
+    /// Dirty pages an arena keeps before purging; `usize::MAX` means the config's default.
+    pub dirty_max_pages: usize,
+}
+
+impl Options {
+    /// Every option at its default.
+    pub const DEFAULT: Options = Options { narenas: 0, dirty_max_pages: usize::MAX };
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options::DEFAULT
+    }
+}
+
+/// A heap configuration: one policy per dimension, plus compile-time tunables.
+pub trait Config: 'static {
+    /// Run-reuse policy.
+    type Reuse: RunReuse;
+    /// Arena-choice policy.
+    type Arenas: ArenaChoice;
+    /// Name used in reports.
+    const NAME: &'static str;
+    /// Dirty pages an arena keeps before it purges (mozjemalloc's default: 256 pages, 1 MiB).
+    const DIRTY_MAX_PAGES: usize = 256;
+
+    /// Writes a full description: the name, then the policies.
+    fn describe(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
+        write!(w, "{} (reuse: ", Self::NAME)?;
+        Self::Reuse::write_name(w)?;
+        write!(w, ", arenas: {})", Self::Arenas::NAME)
+    }
+}

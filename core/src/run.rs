@@ -1,0 +1,271 @@
+//! Runs: the pages of one small class, cut into equal regions.
+//!
+//! The header sits at the end of the run (see `size_class`): 32 bytes of links that belong to
+//! the run-reuse policy, then the bin index, the free count, a hint (first bitmap word that may
+//! hold a free region), a magic word, and the free-region bitmap (bit set = region free).
+//! `RunRef` is the handle policies receive; it exposes the links and read-only facts.
+
+use crate::size_class::{bin, BinInfo};
+use core::cell::Cell;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+/// Bytes available to a policy's per-run links.
+pub const LINK_BYTES: usize = 32;
+
+const RUN_MAGIC: u16 = 0x5255; // "RU"
+
+/// The fixed part of a run header; the bitmap words follow it.
+#[repr(C, align(8))]
+pub struct RunHeader {
+    links: [Cell<usize>; LINK_BYTES / 8],
+    bin: u8,
+    _pad: u8,
+    free: u16,
+    hint: u16,
+    magic: u16,
+    /// Run start address, for policies and invariants.
+    base: usize,
+}
+
+const _: () = assert!(core::mem::size_of::<RunHeader>() == crate::size_class::RUN_HEADER_FIXED);
+
+impl RunHeader {
+    /// The header of the run starting at `base` serving bin `bin_index`.
+    #[inline(always)]
+    pub fn at(base: usize, bin_index: usize) -> NonNull<RunHeader> {
+        let h = base + bin(bin_index).header_offset as usize;
+        // SAFETY: a run start plus an in-run offset is never null.
+        unsafe { NonNull::new_unchecked(h as *mut RunHeader) }
+    }
+
+    /// Writes a header for a fresh run (all regions free).
+    ///
+    /// # Safety
+    /// `base` is the start of `run_pages` writable pages owned by the caller (under its arena
+    /// lock), and `L` fits in `LINK_BYTES` (checked by `RunRef::links`' caller at compile time).
+    pub unsafe fn init<L: Default>(base: usize, bin_index: usize) -> NonNull<RunHeader> {
+        let info = bin(bin_index);
+        let h = Self::at(base, bin_index);
+        // SAFETY: the header lies inside the run (size_class tests), which the caller owns.
+        unsafe {
+            h.as_ptr().write(RunHeader {
+                links: Default::default(),
+                bin: bin_index as u8,
+                _pad: 0,
+                free: info.capacity as u16,
+                hint: 0,
+                magic: RUN_MAGIC,
+                base,
+            });
+            h.as_ptr().cast::<L>().write(L::default());
+            let words = Self::bitmap_ptr(h);
+            let full = info.capacity as usize / 64;
+            for w in 0..full {
+                words.add(w).write(u64::MAX);
+            }
+            let rest = info.capacity as usize % 64;
+            if rest != 0 {
+                words.add(full).write((1u64 << rest) - 1);
+            }
+        }
+        h
+    }
+
+    #[inline(always)]
+    fn bitmap_ptr(h: NonNull<RunHeader>) -> *mut u64 {
+        // SAFETY: the bitmap directly follows the fixed header inside the run.
+        unsafe { h.as_ptr().add(1).cast::<u64>() }
+    }
+}
+
+/// Operations on a run through its header. All of them require the arena lock and a live run.
+#[derive(Clone, Copy)]
+pub(crate) struct Run(pub NonNull<RunHeader>);
+
+impl Run {
+    #[inline(always)]
+    fn h(&self) -> *mut RunHeader {
+        self.0.as_ptr()
+    }
+
+    /// # Safety (for all accessors below)
+    /// The run is live and the caller holds its arena's lock.
+    #[inline(always)]
+    pub unsafe fn free(&self) -> usize {
+        // SAFETY: see above.
+        unsafe { (*self.h()).free as usize }
+    }
+
+    #[inline(always)]
+    pub unsafe fn bin_index(&self) -> usize {
+        // SAFETY: see `free`.
+        unsafe { (*self.h()).bin as usize }
+    }
+
+    pub unsafe fn magic_ok(&self) -> bool {
+        // SAFETY: see `free`.
+        unsafe { (*self.h()).magic == RUN_MAGIC }
+    }
+
+    #[inline(always)]
+    pub unsafe fn info(&self) -> &'static BinInfo {
+        // SAFETY: see `free`.
+        bin(unsafe { self.bin_index() })
+    }
+
+    /// Takes the lowest free region. The run must have one.
+    #[inline(always)]
+    pub unsafe fn take_region(&self) -> usize {
+        // SAFETY: see `free`; the bitmap has `bitmap_words` words.
+        unsafe {
+            let h = self.h();
+            let info = self.info();
+            let words = RunHeader::bitmap_ptr(self.0);
+            let mut w = (*h).hint as usize;
+            loop {
+                debug_assert!(w < info.bitmap_words as usize, "run without a free region");
+                let v = *words.add(w);
+                if v != 0 {
+                    let bit = v.trailing_zeros() as usize;
+                    *words.add(w) = v & (v - 1);
+                    (*h).hint = w as u16;
+                    (*h).free -= 1;
+                    return (*h).base + (w * 64 + bit) * info.size as usize;
+                }
+                w += 1;
+            }
+        }
+    }
+
+    /// Whether region `idx` is free.
+    pub unsafe fn is_free(&self, idx: usize) -> bool {
+        // SAFETY: see `free`; `idx < capacity`.
+        unsafe { *RunHeader::bitmap_ptr(self.0).add(idx / 64) & (1 << (idx % 64)) != 0 }
+    }
+
+    /// Returns region `idx`, which must be in use, to the run.
+    #[inline(always)]
+    pub unsafe fn put_region(&self, idx: usize) {
+        // SAFETY: see `free`; `idx < capacity`.
+        unsafe {
+            let h = self.h();
+            let w = idx / 64;
+            *RunHeader::bitmap_ptr(self.0).add(w) |= 1 << (idx % 64);
+            (*h).free += 1;
+            if w < (*h).hint as usize {
+                (*h).hint = w as u16;
+            }
+        }
+    }
+
+    /// Set bits in the bitmap (for invariant checks).
+    pub unsafe fn bitmap_popcount(&self) -> usize {
+        // SAFETY: see `free`.
+        unsafe {
+            let words = RunHeader::bitmap_ptr(self.0);
+            let info = self.info();
+            (0..info.bitmap_words as usize).map(|w| (*words.add(w)).count_ones() as usize).sum()
+        }
+    }
+
+    /// Whether any bit beyond the capacity is set, or a free bit lies below the hint word.
+    pub unsafe fn bitmap_shape_ok(&self) -> bool {
+        // SAFETY: see `free`.
+        unsafe {
+            let words = RunHeader::bitmap_ptr(self.0);
+            let info = self.info();
+            let cap = info.capacity as usize;
+            let n = info.bitmap_words as usize;
+            if cap % 64 != 0 && *words.add(n - 1) >> (cap % 64) != 0 {
+                return false;
+            }
+            (0..(*self.h()).hint as usize).all(|w| *words.add(w) == 0)
+        }
+    }
+}
+
+/// A run as a policy sees it: its address, its free count, and the policy's own links.
+///
+/// `L` is the policy's link type, stored in the 32 bytes the header reserves for it.
+pub struct RunRef<L> {
+    header: NonNull<RunHeader>,
+    _links: PhantomData<*const L>,
+}
+
+impl<L> Clone for RunRef<L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<L> Copy for RunRef<L> {}
+impl<L> PartialEq for RunRef<L> {
+    fn eq(&self, other: &Self) -> bool {
+        self.header == other.header
+    }
+}
+impl<L> Eq for RunRef<L> {}
+impl<L> PartialOrd for RunRef<L> {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+/// Runs order by address.
+impl<L> Ord for RunRef<L> {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        self.addr().cmp(&other.addr())
+    }
+}
+impl<L> core::fmt::Debug for RunRef<L> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Run({:#x})", self.addr())
+    }
+}
+
+impl<L> RunRef<L> {
+    const FITS: () = assert!(
+        core::mem::size_of::<L>() <= LINK_BYTES && core::mem::align_of::<L>() <= 8,
+        "run-reuse policy links must fit in 32 bytes with alignment at most 8"
+    );
+
+    pub(crate) fn new(header: NonNull<RunHeader>) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::FITS;
+        RunRef { header, _links: PhantomData }
+    }
+
+    pub(crate) fn run(self) -> Run {
+        Run(self.header)
+    }
+
+    /// Address of the run's header (a run's identity; orders like its start address).
+    pub fn addr(self) -> usize {
+        self.header.as_ptr() as usize
+    }
+
+    /// The policy's links stored in this run.
+    ///
+    /// Valid while the run is known to the policy: from the `insert` that hands it over to the
+    /// `remove` that takes it back. The engine calls policies only under the arena lock, so the
+    /// links are never shared across threads.
+    #[inline(always)]
+    pub fn links(&self) -> &L {
+        // SAFETY: the link area is 8-aligned, large enough (FITS), initialized with
+        // `L::default()` when the run was made, and only reached under the arena lock. The
+        // returned borrow is tied to this handle, which the policy holds only while the run is
+        // known to it (the `RunReuse` contract).
+        unsafe { &*self.header.as_ptr().cast::<L>() }
+    }
+
+    /// Free regions in the run now.
+    pub fn free(self) -> usize {
+        // SAFETY: as for `links`.
+        unsafe { self.run().free() }
+    }
+
+    /// Regions in the run.
+    pub fn capacity(self) -> usize {
+        // SAFETY: as for `links`.
+        unsafe { self.run().info().capacity as usize }
+    }
+}

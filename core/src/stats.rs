@@ -1,0 +1,197 @@
+//! Statistics: what a heap holds, per arena and per bin, and how to print it without
+//! allocating.
+//!
+//! Definitions (jemalloc's, where jemalloc has one):
+//! - `allocated`: usable bytes of live allocations;
+//! - `active`: bytes of pages backing live allocations (small runs, large and huge);
+//! - `mapped`: bytes of chunks and huge mappings;
+//! - `dirty`: bytes of free pages not yet purged;
+//! - `metadata`: bytes mapped for the engine's own structures (chunk headers, page map, base);
+//! - `resident`: an upper-bound estimate, `active + dirty + metadata`.
+
+use crate::size_class::{class_size, NBINS};
+use core::fmt::{self, Write};
+
+/// Counters of one bin (one small class), or of the same bin summed over arenas.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BinStats {
+    /// Runs currently serving this class.
+    pub runs: usize,
+    /// Of those, runs with both free and allocated regions.
+    pub nonfull_runs: usize,
+    /// Live regions.
+    pub live: usize,
+    /// Allocations served since the heap started.
+    pub allocations: u64,
+    /// Frees since the heap started.
+    pub frees: u64,
+}
+
+impl BinStats {
+    pub(crate) fn add(&mut self, o: &BinStats) {
+        self.runs += o.runs;
+        self.nonfull_runs += o.nonfull_runs;
+        self.live += o.live;
+        self.allocations += o.allocations;
+        self.frees += o.frees;
+    }
+}
+
+/// Counters of one arena.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArenaStats {
+    /// Chunks the arena owns.
+    pub chunks: usize,
+    /// Pages in small runs and large allocations.
+    pub active_pages: usize,
+    /// Free pages not purged.
+    pub dirty_pages: usize,
+    /// Usable bytes of live small allocations.
+    pub small_allocated: usize,
+    /// Bytes of live large allocations.
+    pub large_allocated: usize,
+    /// Large allocations since start.
+    pub large_allocations: u64,
+    /// Large frees since start.
+    pub large_frees: u64,
+    /// Purge passes.
+    pub purges: u64,
+    /// Pages returned to the OS by purging.
+    pub purged_pages: u64,
+}
+
+impl ArenaStats {
+    pub(crate) fn add(&mut self, o: &ArenaStats) {
+        self.chunks += o.chunks;
+        self.active_pages += o.active_pages;
+        self.dirty_pages += o.dirty_pages;
+        self.small_allocated += o.small_allocated;
+        self.large_allocated += o.large_allocated;
+        self.large_allocations += o.large_allocations;
+        self.large_frees += o.large_frees;
+        self.purges += o.purges;
+        self.purged_pages += o.purged_pages;
+    }
+
+    /// Small and large allocations served since start.
+    pub fn allocations(&self, bins: &[BinStats; NBINS]) -> u64 {
+        self.large_allocations + bins.iter().map(|b| b.allocations).sum::<u64>()
+    }
+}
+
+/// A snapshot of a whole heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stats {
+    /// Usable bytes of live allocations.
+    pub allocated: usize,
+    /// Bytes of pages backing live allocations.
+    pub active: usize,
+    /// Bytes of chunks and huge mappings.
+    pub mapped: usize,
+    /// Estimated resident bytes: active + dirty + metadata.
+    pub resident: usize,
+    /// Bytes of the engine's own structures.
+    pub metadata: usize,
+    /// Bytes of free pages not purged.
+    pub dirty: usize,
+    /// Arenas created.
+    pub arenas: usize,
+    /// Arenas that served at least one allocation.
+    pub arenas_used: usize,
+    /// Arena counters summed over arenas.
+    pub arena: ArenaStats,
+    /// Live huge allocations.
+    pub huge_live: usize,
+    /// Bytes of live huge allocations.
+    pub huge_allocated: usize,
+    /// Huge allocations since start.
+    pub huge_allocations: u64,
+    /// Huge frees since start.
+    pub huge_frees: u64,
+    /// Bin counters summed over arenas.
+    pub bins: [BinStats; NBINS],
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats {
+            allocated: 0,
+            active: 0,
+            mapped: 0,
+            resident: 0,
+            metadata: 0,
+            dirty: 0,
+            arenas: 0,
+            arenas_used: 0,
+            arena: ArenaStats::default(),
+            huge_live: 0,
+            huge_allocated: 0,
+            huge_allocations: 0,
+            huge_frees: 0,
+            bins: [BinStats::default(); NBINS],
+        }
+    }
+}
+
+impl Stats {
+    /// `1 - allocated / active`: the share of active pages not holding live data.
+    pub fn fragmentation(&self) -> f64 {
+        if self.active == 0 {
+            0.0
+        } else {
+            1.0 - self.allocated as f64 / self.active as f64
+        }
+    }
+
+    /// Allocations served since start (small, large and huge).
+    pub fn allocations(&self) -> u64 {
+        self.arena.allocations(&self.bins) + self.huge_allocations
+    }
+
+    /// Writes a human-readable report. Uses only `core::fmt`, so it can run inside an
+    /// allocator (with a writer that does not allocate, such as `report::StderrWriter`).
+    pub fn write_report(&self, w: &mut dyn Write, title: &str) -> fmt::Result {
+        writeln!(w, "___ alloclab statistics: {title} ___")?;
+        writeln!(w, "allocated: {:>14}   active:   {:>14}   mapped: {:>14}", self.allocated, self.active, self.mapped)?;
+        writeln!(w, "resident:  {:>14}   metadata: {:>14}   dirty:  {:>14}", self.resident, self.metadata, self.dirty)?;
+        writeln!(
+            w,
+            "arenas: {} created, {} used; chunks: {}; purges: {} ({} pages)",
+            self.arenas, self.arenas_used, self.arena.chunks, self.arena.purges, self.arena.purged_pages
+        )?;
+        writeln!(
+            w,
+            "large: {} live bytes, {} allocations, {} frees; huge: {} live ({} bytes), {} allocations, {} frees",
+            self.arena.large_allocated,
+            self.arena.large_allocations,
+            self.arena.large_frees,
+            self.huge_live,
+            self.huge_allocated,
+            self.huge_allocations,
+            self.huge_frees
+        )?;
+        writeln!(w, "{:>6} {:>8} {:>8} {:>10} {:>12} {:>12}", "bin", "runs", "nonfull", "live", "allocations", "frees")?;
+        for (i, b) in self.bins.iter().enumerate() {
+            if b.allocations == 0 {
+                continue;
+            }
+            writeln!(
+                w,
+                "{:>6} {:>8} {:>8} {:>10} {:>12} {:>12}",
+                class_size(i),
+                b.runs,
+                b.nonfull_runs,
+                b.live,
+                b.allocations,
+                b.frees
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Prints the report to standard error without allocating.
+    pub fn print_stderr(&self, title: &str) {
+        let mut w = crate::report::StderrWriter::new();
+        let _ = self.write_report(&mut w, title);
+    }
+}

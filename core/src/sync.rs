@@ -1,0 +1,95 @@
+//! The one door to atomics, cells, thread-locals, process globals and spinning.
+//!
+//! Under `--cfg loom` every item here becomes loom's instrumented twin, so the loom models in
+//! `alloclab-verify` explore the engine's real code, not a copy of it (the pattern of
+//! sharded-slab's `src/sync.rs` and tokio's `src/loom/`). Nothing else in `core` may name
+//! `core::sync::atomic`, `UnsafeCell`, `thread_local!` or a `static` with interior mutability.
+
+#[cfg(loom)]
+pub use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+#[cfg(not(loom))]
+pub use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// Atomics that stay `core`'s even under loom: the page map's 2^14-slot root and 2^14-word
+/// leaves are far too many objects for loom to track in every explored execution. The page map
+/// is the only user; its protocol (leaves published by compare-exchange, entries written by the
+/// chunk's owner before the chunk is handed out) is documented in `page_map.rs` and VERIFY.md.
+pub mod untracked {
+    pub use core::sync::atomic::{AtomicPtr, AtomicUsize};
+}
+
+/// A cell whose accesses go through closures, so that loom can see each one.
+#[cfg(loom)]
+pub use loom::cell::UnsafeCell;
+
+/// A cell whose accesses go through closures, so that loom can see each one.
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> UnsafeCell<T> {
+    /// Wraps `value`.
+    pub const fn new(value: T) -> Self {
+        UnsafeCell(core::cell::UnsafeCell::new(value))
+    }
+
+    /// Runs `f` with a shared raw pointer to the contents.
+    #[inline(always)]
+    pub fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    /// Runs `f` with a unique raw pointer to the contents.
+    #[inline(always)]
+    pub fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
+
+/// Called in every spin loop: a CPU hint normally, a scheduling point under loom (loom needs
+/// spinning threads to yield, or it would explore an infinite loop).
+#[inline(always)]
+pub fn spin_hint() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    core::hint::spin_loop();
+}
+
+/// `const fn` normally, plain `fn` under loom, whose types cannot be built in constants.
+macro_rules! loom_const_fn {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($args:tt)*) -> $ret:ty $body:block) => {
+        #[cfg(not(loom))]
+        $(#[$m])* $vis const fn $name($($args)*) -> $ret $body
+        #[cfg(loom)]
+        $(#[$m])* $vis fn $name($($args)*) -> $ret $body
+    };
+}
+pub(crate) use loom_const_fn;
+
+/// A thread-local that is const-initialized and has no destructor, so that first use neither
+/// allocates nor registers a destructor through `__cxa_thread_atexit_impl` (which may call
+/// `calloc`, that is, us).
+macro_rules! thread_local_const {
+    ($vis:vis static $name:ident: $t:ty = $init:expr;) => {
+        #[cfg(not(loom))]
+        ::std::thread_local! { $vis static $name: $t = const { $init }; }
+        #[cfg(loom)]
+        ::loom::thread_local! { $vis static $name: $t = $init; }
+    };
+}
+pub(crate) use thread_local_const;
+
+/// A process-wide value: a plain `static` normally (its initializer must be const), a
+/// `loom::lazy_static!` under loom (so each explored execution starts from a fresh value).
+macro_rules! process_global {
+    ($vis:vis static $name:ident: $t:ty = $init:expr;) => {
+        #[cfg(not(loom))]
+        $vis static $name: $t = $init;
+        #[cfg(loom)]
+        ::loom::lazy_static! { $vis static ref $name: $t = $init; }
+    };
+}
+pub(crate) use process_global;

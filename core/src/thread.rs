@@ -1,0 +1,444 @@
+//! Threads: which arena a thread is bound to in which heap, and what happens when it exits.
+//!
+//! A thread keeps a short list of bindings `(heap id, value)` in a const-initialized
+//! thread-local without a destructor (first use neither allocates nor registers anything).
+//! Binding nodes come from a process-wide pool of mmap'd pages. The first binding a thread makes
+//! arms a `pthread_key_create` destructor (a loom thread-local under loom) that, at thread exit,
+//! hands each binding back to its heap's arena-choice policy, if that heap is still alive;
+//! heaps register themselves in the process-wide registry while they live.
+//!
+//! Lock order: registry, then a heap's arena pool. Nothing here allocates.
+
+use crate::lock::RawLock;
+use crate::os;
+use crate::policy::Options;
+use crate::sync::{loom_const_fn, process_global, thread_local_const, UnsafeCell};
+use core::cell::Cell;
+use core::ptr;
+
+/// Most arenas a heap can have. Indices from `ArenaChoice::choose` are taken modulo this.
+#[cfg(not(loom))]
+pub const MAX_ARENAS: usize = 1024;
+/// Most arenas a heap can have (kept small under loom: each arena slot is a tracked atomic).
+#[cfg(loom)]
+pub const MAX_ARENAS: usize = 8;
+
+/// One `(heap, value)` binding of one thread.
+struct Binding {
+    heap_id: u64,
+    value: usize,
+    next: *mut Binding,
+}
+
+/// A live heap, as the registry knows it: where to deliver thread exits.
+pub(crate) struct LiveHeap {
+    heap_id: u64,
+    owner: *const (),
+    exit: unsafe fn(*const (), usize),
+    next: *mut LiveHeap,
+}
+
+struct RegistryInner {
+    live: *mut LiveHeap,
+    free_nodes: *mut Binding,
+    #[cfg(not(loom))]
+    key: Option<libc::pthread_key_t>,
+}
+
+struct Registry {
+    lock: RawLock,
+    inner: UnsafeCell<RegistryInner>,
+}
+
+// SAFETY: `inner` is only reached with `lock` held.
+unsafe impl Sync for Registry {}
+// SAFETY: as above.
+unsafe impl Send for Registry {}
+
+impl Registry {
+    loom_const_fn! {
+        fn new() -> Registry {
+            Registry {
+                lock: RawLock::new(),
+                inner: UnsafeCell::new(RegistryInner {
+                    live: ptr::null_mut(),
+                    free_nodes: ptr::null_mut(),
+                    #[cfg(not(loom))]
+                    key: None,
+                }),
+            }
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut RegistryInner) -> R) -> R {
+        let _g = self.lock.guard();
+        // SAFETY: the lock is held for the whole closure.
+        self.inner.with_mut(|p| f(unsafe { &mut *p }))
+    }
+}
+
+process_global! { static REGISTRY: Registry = Registry::new(); }
+
+/// Per-thread state.
+pub(crate) struct ThreadState {
+    bindings: Cell<*mut Binding>,
+    hooked: Cell<bool>,
+    exiting: Cell<bool>,
+}
+
+impl ThreadState {
+    const fn new() -> Self {
+        ThreadState { bindings: Cell::new(ptr::null_mut()), hooked: Cell::new(false), exiting: Cell::new(false) }
+    }
+}
+
+#[cfg(loom)]
+impl Drop for ThreadState {
+    fn drop(&mut self) {
+        thread_exit(self);
+    }
+}
+
+thread_local_const! { static THREAD: ThreadState = ThreadState::new(); }
+
+/// A word unique to the calling thread among live threads (the address of its state).
+#[inline(always)]
+pub fn thread_key() -> usize {
+    THREAD.with(|t| t as *const ThreadState as usize)
+}
+
+/// Hands every binding of the exiting thread back to its heap.
+fn thread_exit(t: &ThreadState) {
+    t.exiting.set(true);
+    let mut b = t.bindings.replace(ptr::null_mut());
+    if b.is_null() {
+        return;
+    }
+    REGISTRY.with(|reg| {
+        while !b.is_null() {
+            // SAFETY: binding nodes belong to this thread until put back on the free list.
+            unsafe {
+                let next = (*b).next;
+                let mut live = reg.live;
+                while !live.is_null() {
+                    if (*live).heap_id == (*b).heap_id {
+                        ((*live).exit)((*live).owner, (*b).value);
+                        break;
+                    }
+                    live = (*live).next;
+                }
+                (*b).next = reg.free_nodes;
+                reg.free_nodes = b;
+                b = next;
+            }
+        }
+    });
+}
+
+#[cfg(not(loom))]
+extern "C" fn on_thread_exit(_: *mut libc::c_void) {
+    THREAD.with(thread_exit);
+}
+
+/// Arms the thread-exit hook for the calling thread (once).
+fn arm_exit_hook(t: &ThreadState) {
+    if t.hooked.replace(true) {
+        return;
+    }
+    #[cfg(not(loom))]
+    {
+        let key = REGISTRY.with(|reg| {
+            if reg.key.is_none() {
+                let mut k: libc::pthread_key_t = 0;
+                // SAFETY: `k` is a valid out-pointer; the destructor is an `extern "C"` fn.
+                if unsafe { libc::pthread_key_create(&mut k, Some(on_thread_exit)) } == 0 {
+                    reg.key = Some(k);
+                }
+            }
+            reg.key
+        });
+        // Outside the registry lock: for high key numbers glibc calls calloc here.
+        if let Some(k) = key {
+            // SAFETY: `k` is a key created above; a non-null value makes the destructor run.
+            unsafe { libc::pthread_setspecific(k, 1usize as *const libc::c_void) };
+        }
+    }
+}
+
+/// The part of a heap that arena-choice policies use: identity, the pool of arena indices that
+/// no live thread holds, and the heap's registration for thread exits.
+pub struct ArenaPool {
+    heap_id: u64,
+    narenas: usize,
+    ncpus: usize,
+    lock: RawLock,
+    inner: UnsafeCell<PoolInner>,
+    live: UnsafeCell<LiveHeap>,
+}
+
+struct PoolInner {
+    free: [u16; MAX_ARENAS],
+    nfree: usize,
+    next_unused: usize,
+    leased: usize,
+}
+
+// SAFETY: `inner` is reached only with `lock` held; `live` only under the registry lock.
+unsafe impl Sync for ArenaPool {}
+// SAFETY: as above.
+unsafe impl Send for ArenaPool {}
+
+process_global! { static NEXT_HEAP_ID: crate::sync::AtomicU64 = crate::sync::AtomicU64::new(1); }
+
+impl ArenaPool {
+    /// A pool for a new heap. Index 0 (the default arena) is never leased.
+    pub(crate) fn new(options: &Options) -> ArenaPool {
+        ArenaPool {
+            heap_id: NEXT_HEAP_ID.fetch_add(1, crate::sync::Ordering::Relaxed),
+            narenas: options.narenas,
+            ncpus: os::ncpus(),
+            lock: RawLock::new(),
+            inner: UnsafeCell::new(PoolInner { free: [0; MAX_ARENAS], nfree: 0, next_unused: 1, leased: 0 }),
+            live: UnsafeCell::new(LiveHeap { heap_id: 0, owner: ptr::null(), exit: noop_exit, next: ptr::null_mut() }),
+        }
+    }
+
+    /// Registers the heap for thread exits. `self` must not move until `unregister`.
+    pub(crate) fn register(&self, owner: *const (), exit: unsafe fn(*const (), usize)) {
+        REGISTRY.with(|reg| {
+            self.live.with_mut(|l| {
+                // SAFETY: `live` is only touched under the registry lock, which we hold.
+                unsafe {
+                    *l = LiveHeap { heap_id: self.heap_id, owner, exit, next: reg.live };
+                }
+                reg.live = l;
+            })
+        });
+    }
+
+    /// Stops thread exits from reaching this heap; after it returns none is running.
+    pub(crate) fn unregister(&self) {
+        REGISTRY.with(|reg| {
+            let me = self.live.with_mut(|l| l);
+            let mut link: *mut *mut LiveHeap = &mut reg.live;
+            // SAFETY: registry list nodes are live heaps' `live` cells, touched under the lock.
+            unsafe {
+                while !(*link).is_null() {
+                    if *link == me {
+                        *link = (*me).next;
+                        break;
+                    }
+                    link = ptr::addr_of_mut!((**link).next);
+                }
+            }
+        });
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut PoolInner) -> R) -> R {
+        let _g = self.lock.guard();
+        // SAFETY: the lock is held for the whole closure.
+        self.inner.with_mut(|p| f(unsafe { &mut *p }))
+    }
+
+    /// Indices currently leased to live threads.
+    pub fn leased(&self) -> usize {
+        self.with(|p| p.leased)
+    }
+
+    /// Takes the pool lock (for `fork`).
+    pub(crate) fn lock(&self) {
+        self.lock.lock();
+    }
+    /// Releases the pool lock (for `fork`).
+    pub(crate) fn unlock(&self) {
+        self.lock.unlock();
+    }
+    /// Resets the pool lock in a forked child.
+    pub(crate) fn reset_lock(&self) {
+        self.lock.reset();
+    }
+}
+
+unsafe fn noop_exit(_: *const (), _: usize) {}
+
+/// Locks the process-wide registry (for `fork`: taken first, released last).
+pub(crate) fn registry_lock() {
+    REGISTRY.lock.lock();
+}
+/// Unlocks the process-wide registry.
+pub(crate) fn registry_unlock() {
+    REGISTRY.lock.unlock();
+}
+/// Resets the registry lock in a forked child.
+pub(crate) fn registry_reset() {
+    REGISTRY.lock.reset();
+}
+
+/// What an arena-choice policy may ask of the engine while it chooses.
+pub struct ArenaCtx<'a> {
+    pool: &'a ArenaPool,
+}
+
+impl<'a> ArenaCtx<'a> {
+    pub(crate) fn new(pool: &'a ArenaPool) -> Self {
+        ArenaCtx { pool }
+    }
+
+    /// The value the current thread bound in this heap, if any.
+    #[inline(always)]
+    pub fn thread_binding(&self) -> Option<usize> {
+        let id = self.pool.heap_id;
+        THREAD.with(|t| {
+            let head = t.bindings.get();
+            // SAFETY: the nodes on a thread's list belong to that thread.
+            if !head.is_null() && unsafe { (*head).heap_id } == id {
+                return Some(unsafe { (*head).value });
+            }
+            Self::find_binding(t, id)
+        })
+    }
+
+    #[cold]
+    fn find_binding(t: &ThreadState, id: u64) -> Option<usize> {
+        let mut prev: *mut Binding = ptr::null_mut();
+        let mut b = t.bindings.get();
+        // SAFETY: the nodes on a thread's list belong to that thread.
+        unsafe {
+            while !b.is_null() {
+                if (*b).heap_id == id {
+                    if !prev.is_null() {
+                        // Move to front: the next lookup takes the fast path.
+                        (*prev).next = (*b).next;
+                        (*b).next = t.bindings.get();
+                        t.bindings.set(b);
+                    }
+                    return Some((*b).value);
+                }
+                prev = b;
+                b = (*b).next;
+            }
+        }
+        None
+    }
+
+    /// Binds `value` to the current thread in this heap; `ArenaChoice::thread_exit` receives it
+    /// when the thread exits. Returns false (and binds nothing) if the thread is exiting or the
+    /// OS refused memory for the binding.
+    pub fn bind_thread(&self, value: usize) -> bool {
+        let id = self.pool.heap_id;
+        THREAD.with(|t| {
+            if t.exiting.get() {
+                return false;
+            }
+            let node = REGISTRY.with(|reg| {
+                Self::prune(t, reg);
+                if reg.free_nodes.is_null() {
+                    Self::refill(reg);
+                }
+                let n = reg.free_nodes;
+                if !n.is_null() {
+                    // SAFETY: free-list nodes are owned by the registry, whose lock we hold.
+                    reg.free_nodes = unsafe { (*n).next };
+                }
+                n
+            });
+            if node.is_null() {
+                return false;
+            }
+            // SAFETY: the node was just taken off the free list and now belongs to this thread.
+            unsafe { node.write(Binding { heap_id: id, value, next: t.bindings.get() }) };
+            t.bindings.set(node);
+            arm_exit_hook(t);
+            true
+        })
+    }
+
+    /// Drops this thread's bindings to heaps that no longer exist.
+    fn prune(t: &ThreadState, reg: &mut RegistryInner) {
+        let mut link: *mut *mut Binding = t.bindings.as_ptr();
+        // SAFETY: the list belongs to this thread; the registry lock is held by the caller.
+        unsafe {
+            while !(*link).is_null() {
+                let b = *link;
+                let mut live = reg.live;
+                while !live.is_null() && (*live).heap_id != (*b).heap_id {
+                    live = (*live).next;
+                }
+                if live.is_null() {
+                    *link = (*b).next;
+                    (*b).next = reg.free_nodes;
+                    reg.free_nodes = b;
+                } else {
+                    link = ptr::addr_of_mut!((*b).next);
+                }
+            }
+        }
+    }
+
+    fn refill(reg: &mut RegistryInner) {
+        let Some(page) = os::map(os::PAGE) else { return };
+        let n = os::PAGE / core::mem::size_of::<Binding>();
+        let base = page.as_ptr().cast::<Binding>();
+        for i in 0..n {
+            // SAFETY: `i < n` nodes fit in the fresh page, which the registry now owns forever.
+            unsafe { base.add(i).write(Binding { heap_id: 0, value: 0, next: reg.free_nodes }) };
+            // SAFETY: as above.
+            reg.free_nodes = unsafe { base.add(i) };
+        }
+    }
+
+    /// An arena index that no live thread holds (never 0), made on demand. When `MAX_ARENAS`
+    /// are all held, the thread shares one (chosen by its thread key).
+    pub fn lease(&self) -> usize {
+        self.pool.with(|p| {
+            if p.nfree > 0 {
+                p.nfree -= 1;
+                p.leased += 1;
+                p.free[p.nfree] as usize
+            } else if p.next_unused < MAX_ARENAS {
+                p.next_unused += 1;
+                p.leased += 1;
+                p.next_unused - 1
+            } else {
+                1 + thread_key() / 64 % (MAX_ARENAS - 1)
+            }
+        })
+    }
+
+    /// Returns a leased index to the pool.
+    pub fn release(&self, index: usize) {
+        self.pool.with(|p| {
+            if p.leased > 0 && p.nfree < MAX_ARENAS && index != 0 {
+                p.leased -= 1;
+                p.free[p.nfree] = index as u16;
+                p.nfree += 1;
+            }
+        })
+    }
+
+    /// The `narenas` option, or `default` when it is 0.
+    pub fn narenas_or(&self, default: usize) -> usize {
+        let n = if self.pool.narenas == 0 { default } else { self.pool.narenas };
+        n.clamp(1, MAX_ARENAS)
+    }
+
+    /// Online CPUs when the heap initialized.
+    pub fn ncpus(&self) -> usize {
+        self.pool.ncpus
+    }
+
+    /// The CPU the calling thread runs on (a hint).
+    pub fn current_cpu(&self) -> usize {
+        os::current_cpu()
+    }
+
+    /// A word unique to the calling thread among live threads.
+    pub fn thread_key(&self) -> usize {
+        thread_key()
+    }
+
+    /// Whether the calling thread is past its exit hook (its bindings are gone).
+    pub fn thread_exiting(&self) -> bool {
+        THREAD.with(|t| t.exiting.get())
+    }
+}

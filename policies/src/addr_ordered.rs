@@ -1,0 +1,227 @@
+//! `AddrOrdered`: non-full runs in a set ordered by address; allocation always takes the
+//! lowest (mozjemalloc before bug 1924444, where the set was a red-black tree).
+//!
+//! The set here is an intrusive treap: a binary search tree by address that is also a heap by
+//! a priority hashed from the address, which keeps it balanced in expectation without any
+//! rebalancing state. Links (left, right, parent) live in the run headers. Insert and remove are
+//! O(log n) expected; `pick` walks to the leftmost run.
+
+use alloclab_core::{Removal, RunRef, RunReuse};
+use core::cell::Cell;
+
+type Run = RunRef<TreeLinks>;
+
+/// The links a treap keeps in each run header.
+#[derive(Default)]
+pub struct TreeLinks {
+    left: Cell<Option<Run>>,
+    right: Cell<Option<Run>>,
+    parent: Cell<Option<Run>>,
+}
+
+/// A bin's set of non-full runs.
+#[derive(Default)]
+pub struct Treap {
+    root: Option<Run>,
+    len: usize,
+}
+
+fn left(r: Run) -> Option<Run> {
+    r.links().left.get()
+}
+fn right(r: Run) -> Option<Run> {
+    r.links().right.get()
+}
+fn parent(r: Run) -> Option<Run> {
+    r.links().parent.get()
+}
+
+/// A fixed pseudo-random priority per address (the splitmix64 finalizer).
+fn priority(r: Run) -> u64 {
+    let mut z = r.addr() as u64;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Treap {
+    /// Replaces `old` by `new` in `old`'s parent (or at the root).
+    fn replace_child(&mut self, parent: Option<Run>, old: Run, new: Option<Run>) {
+        match parent {
+            None => self.root = new,
+            Some(p) if left(p) == Some(old) => p.links().left.set(new),
+            Some(p) => p.links().right.set(new),
+        }
+    }
+
+    /// Rotates `x` above its parent.
+    fn rotate_up(&mut self, x: Run) {
+        let Some(p) = parent(x) else { return };
+        let g = parent(p);
+        if left(p) == Some(x) {
+            let b = right(x);
+            p.links().left.set(b);
+            if let Some(b) = b {
+                b.links().parent.set(Some(p));
+            }
+            x.links().right.set(Some(p));
+        } else {
+            let b = left(x);
+            p.links().right.set(b);
+            if let Some(b) = b {
+                b.links().parent.set(Some(p));
+            }
+            x.links().left.set(Some(p));
+        }
+        p.links().parent.set(Some(x));
+        x.links().parent.set(g);
+        self.replace_child(g, p, Some(x));
+    }
+
+    fn insert(&mut self, x: Run) {
+        x.links().left.set(None);
+        x.links().right.set(None);
+        x.links().parent.set(None);
+        self.len += 1;
+        let Some(mut cur) = self.root else {
+            self.root = Some(x);
+            return;
+        };
+        loop {
+            let next = if x < cur { left(cur) } else { right(cur) };
+            match next {
+                Some(n) => cur = n,
+                None => {
+                    if x < cur {
+                        cur.links().left.set(Some(x));
+                    } else {
+                        cur.links().right.set(Some(x));
+                    }
+                    x.links().parent.set(Some(cur));
+                    break;
+                }
+            }
+        }
+        while let Some(p) = parent(x) {
+            if priority(x) <= priority(p) {
+                break;
+            }
+            self.rotate_up(x);
+        }
+    }
+
+    fn remove(&mut self, x: Run) {
+        // Rotate `x` down (its higher-priority child up) until it is a leaf, then cut it off.
+        loop {
+            let child = match (left(x), right(x)) {
+                (None, None) => break,
+                (Some(l), None) => l,
+                (None, Some(r)) => r,
+                (Some(l), Some(r)) => {
+                    if priority(l) > priority(r) {
+                        l
+                    } else {
+                        r
+                    }
+                }
+            };
+            self.rotate_up(child);
+        }
+        self.replace_child(parent(x), x, None);
+        x.links().parent.set(None);
+        self.len -= 1;
+    }
+
+    fn first(&self) -> Option<Run> {
+        let mut cur = self.root?;
+        while let Some(l) = left(cur) {
+            cur = l;
+        }
+        Some(cur)
+    }
+
+    /// The in-order successor of `x`.
+    fn next(x: Run) -> Option<Run> {
+        if let Some(mut c) = right(x) {
+            while let Some(l) = left(c) {
+                c = l;
+            }
+            return Some(c);
+        }
+        let mut c = x;
+        while let Some(p) = parent(c) {
+            if left(p) == Some(c) {
+                return Some(p);
+            }
+            c = p;
+        }
+        None
+    }
+}
+
+/// Lowest-address-first reuse of non-full runs.
+pub struct AddrOrdered;
+
+// SAFETY: a run is in the treap exactly from `insert` to `remove`; only runs in the treap are
+// picked or have their links touched.
+unsafe impl RunReuse for AddrOrdered {
+    type Links = TreeLinks;
+    type Bin = Treap;
+    const NAME: &'static str = "addr-ordered";
+
+    fn insert(bin: &mut Treap, run: Run) {
+        bin.insert(run);
+    }
+
+    fn pick(bin: &mut Treap) -> Option<Run> {
+        bin.first()
+    }
+
+    fn remove(bin: &mut Treap, run: Run, _why: Removal) {
+        bin.remove(run);
+    }
+
+    fn for_each(bin: &Treap, f: &mut dyn FnMut(Run)) {
+        let mut cur = bin.first();
+        while let Some(r) = cur {
+            f(r);
+            cur = Treap::next(r);
+        }
+    }
+
+    fn check(bin: &Treap) -> Result<(), &'static str> {
+        let mut n = 0;
+        let mut prev: Option<Run> = None;
+        let mut cur = bin.first();
+        while let Some(r) = cur {
+            n += 1;
+            if n > bin.len {
+                return Err("treap walk longer than its count (a cycle?)");
+            }
+            if prev.is_some_and(|p| p >= r) {
+                return Err("treap not ordered by address");
+            }
+            for c in [left(r), right(r)].into_iter().flatten() {
+                if parent(c) != Some(r) {
+                    return Err("treap parent link does not match");
+                }
+                if priority(c) > priority(r) {
+                    return Err("treap heap order broken");
+                }
+            }
+            prev = Some(r);
+            cur = Treap::next(r);
+        }
+        if n != bin.len {
+            return Err("treap count does not match");
+        }
+        if bin.root.is_some_and(|r| parent(r).is_some()) {
+            return Err("treap root has a parent");
+        }
+        Ok(())
+    }
+
+    fn prefer(candidate: Run, current: Run) -> bool {
+        candidate < current
+    }
+}

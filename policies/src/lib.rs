@@ -1,0 +1,44 @@
+//! # alloclab-policies: the concrete policies, one file each
+//!
+//! Depends only on `alloclab-core` (the traits `RunReuse`, `ArenaChoice`, `Config`).
+//!
+//! Run reuse (which non-full run serves the next small allocation):
+//! - [`AddrOrdered`] (`addr_ordered.rs`): lowest address first, an intrusive treap;
+//! - [`Lifo`] (`lifo.rs`): last non-full run first, frees do not reorder;
+//! - [`Mrf`] (`mrf.rs`): most recently freed-into run first;
+//! - [`CurrentRun<P>`] (`current_run.rs`): any of them plus a cached current run.
+//!
+//! `list.rs` is the intrusive run list that `Lifo` and `Mrf` share.
+//!
+//! Arena choice (which arena serves the current thread):
+//! [`Single`], [`ThreadLocal`], [`RoundRobin`], [`PerCpu`], [`Hashed`], one file each.
+//!
+//! Named configurations combining them are in [`configs`].
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod addr_ordered;
+mod current_run;
+mod list;
+mod lifo;
+mod mrf;
+
+mod hashed;
+mod per_cpu;
+mod round_robin;
+mod single;
+mod thread_local;
+
+pub mod configs;
+
+pub use addr_ordered::{AddrOrdered, TreeLinks, Treap};
+pub use current_run::{CurrentBin, CurrentRun};
+pub use hashed::Hashed;
+pub use lifo::Lifo;
+pub use list::{ListLinks, ListRun, RunList};
+pub use mrf::Mrf;
+pub use per_cpu::PerCpu;
+pub use round_robin::RoundRobin;
+pub use single::Single;
+pub use thread_local::ThreadLocal;

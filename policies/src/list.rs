@@ -1,0 +1,104 @@
+//! An intrusive doubly linked list of runs, threaded through the runs' own headers.
+//!
+//! The shared mechanism of `Lifo` and `Mrf`: O(1) push to the front, removal and
+//! move-to-front, no memory of its own.
+
+use alloclab_core::RunRef;
+use core::cell::Cell;
+
+/// A run handle whose links are `ListLinks`.
+pub type ListRun = RunRef<ListLinks>;
+
+/// The links a list keeps in each run header.
+#[derive(Default)]
+pub struct ListLinks {
+    prev: Cell<Option<ListRun>>,
+    next: Cell<Option<ListRun>>,
+}
+
+/// A list of runs, front first.
+#[derive(Default)]
+pub struct RunList {
+    head: Option<ListRun>,
+    len: usize,
+}
+
+impl RunList {
+    /// The first run.
+    pub fn front(&self) -> Option<ListRun> {
+        self.head
+    }
+
+    /// Runs in the list.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Puts `run` (not in the list) at the front.
+    pub fn push_front(&mut self, run: ListRun) {
+        run.links().prev.set(None);
+        run.links().next.set(self.head);
+        if let Some(h) = self.head {
+            h.links().prev.set(Some(run));
+        }
+        self.head = Some(run);
+        self.len += 1;
+    }
+
+    /// Takes `run` (in the list) out.
+    pub fn remove(&mut self, run: ListRun) {
+        let (prev, next) = (run.links().prev.take(), run.links().next.take());
+        match prev {
+            Some(p) => p.links().next.set(next),
+            None => self.head = next,
+        }
+        if let Some(n) = next {
+            n.links().prev.set(prev);
+        }
+        self.len -= 1;
+    }
+
+    /// Moves `run` (in the list) to the front.
+    pub fn move_to_front(&mut self, run: ListRun) {
+        if self.head != Some(run) {
+            self.remove(run);
+            self.push_front(run);
+        }
+    }
+
+    /// Calls `f` on each run, front to back.
+    pub fn for_each(&self, f: &mut dyn FnMut(ListRun)) {
+        let mut cur = self.head;
+        while let Some(r) = cur {
+            f(r);
+            cur = r.links().next.get();
+        }
+    }
+
+    /// Checks that the back links mirror the forward links and the length is right.
+    pub fn check(&self) -> Result<(), &'static str> {
+        let mut prev = None;
+        let mut cur = self.head;
+        let mut n = 0;
+        while let Some(r) = cur {
+            if r.links().prev.get() != prev {
+                return Err("list back link does not match");
+            }
+            n += 1;
+            if n > self.len {
+                return Err("list longer than its length (a cycle?)");
+            }
+            prev = Some(r);
+            cur = r.links().next.get();
+        }
+        if n != self.len {
+            return Err("list length does not match its count");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,6 @@
+#![doc = include_str!("../README.md")]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub use alloclab_core::*;
+pub use alloclab_policies as policies;
+pub use alloclab_policies::{configs, for_each_config};
