@@ -156,8 +156,8 @@ impl Huge {
         let rec = rec as *mut HugeRecord;
         // SAFETY: the record is live (contract); it is unlinked under the lock.
         let (addr, size) = unsafe { ((*rec).addr, (*rec).size) };
-        map.clear(addr, size);
         self.with(|h| {
+            map.clear(addr, size);
             // SAFETY: our record, under the lock.
             unsafe {
                 let (prev, next) = ((*rec).prev, (*rec).next);
@@ -188,8 +188,26 @@ impl Huge {
     /// # Safety
     /// As for `free`.
     pub unsafe fn resize(&self, rec: usize, bytes: usize, map: &PageMap) -> *mut u8 {
-        let rec = rec as *mut HugeRecord;
-        // SAFETY: the caller owns the allocation, hence the record's address and size.
+        // Under the lock throughout, so that `check` never sees the record and the page map
+        // disagree mid-move.
+        self.with(|h| {
+            // SAFETY: forwarded contract.
+            let p = unsafe { Self::resize_locked(rec as *mut HugeRecord, bytes, map) };
+            if !p.is_null() {
+                // SAFETY: the record is live.
+                let old = unsafe { (*(rec as *mut HugeRecord)).size };
+                h.allocated = h.allocated - old + bytes;
+                // SAFETY: as above.
+                unsafe { (*(rec as *mut HugeRecord)).size = bytes };
+            }
+            p
+        })
+    }
+
+    /// # Safety
+    /// As for `resize`; the lock is held. Does not update the record's size.
+    unsafe fn resize_locked(rec: *mut HugeRecord, bytes: usize, map: &PageMap) -> *mut u8 {
+        // SAFETY: the caller owns the allocation, hence the record's fields.
         let (addr, old, align) = unsafe { ((*rec).addr, (*rec).size, (*rec).align) };
         if bytes == old {
             return addr as *mut u8;
@@ -199,45 +217,35 @@ impl Huge {
             // SAFETY: the tail pages are part of our mapping and beyond the new size.
             unsafe { os::unmap((addr + bytes) as *mut u8, old - bytes) };
             if let Some(keep) = round_up(addr + bytes, CHUNK) {
-                map.clear(keep, addr + old - keep);
+                if keep < addr + old {
+                    map.clear(keep, addr + old - keep);
+                }
             }
-        } else {
-            // SAFETY: our mapping; without MAYMOVE it only grows into free address space.
-            if unsafe { os::remap_in_place(addr as *mut u8, old, bytes) } {
-                if !map.set(addr, bytes, tag) {
-                    // Metadata refused: shrink back and report failure.
-                    // SAFETY: the pages past `old` were just added to our mapping.
-                    unsafe { os::unmap((addr + old) as *mut u8, bytes - old) };
-                    return ptr::null_mut();
-                }
-            } else {
-                let Some(dest) = os::map_aligned(bytes, align) else { return ptr::null_mut() };
-                let dest = dest.as_ptr() as usize;
-                if !map.set(dest, bytes, tag) {
-                    map.clear(dest, bytes);
-                    // SAFETY: the reservation was never used.
-                    unsafe { os::unmap(dest as *mut u8, bytes) };
-                    return ptr::null_mut();
-                }
-                // SAFETY: both ranges are ours; the reservation at `dest` is replaced.
-                if !unsafe { os::remap_to(addr as *mut u8, old, dest as *mut u8, bytes) } {
-                    map.clear(dest, bytes);
-                    // SAFETY: as above.
-                    unsafe { os::unmap(dest as *mut u8, bytes) };
-                    return ptr::null_mut();
-                }
-                map.clear(addr, old);
-                // SAFETY: the caller owns the allocation.
-                unsafe { (*rec).addr = dest };
-            }
+            return addr as *mut u8;
         }
-        // SAFETY: as above.
-        let new_addr = unsafe {
-            (*rec).size = bytes;
-            (*rec).addr
-        };
-        self.with(|h| h.allocated = h.allocated + bytes - old);
-        new_addr as *mut u8
+        // SAFETY: our mapping; without MAYMOVE it only grows into free address space.
+        if unsafe { os::remap_in_place(addr as *mut u8, old, bytes) } {
+            if map.set(addr, bytes, tag) {
+                return addr as *mut u8;
+            }
+            // Metadata refused: shrink back and report failure.
+            // SAFETY: the pages past `old` were just added to our mapping.
+            unsafe { os::unmap((addr + old) as *mut u8, bytes - old) };
+            return ptr::null_mut();
+        }
+        let Some(dest) = os::map_aligned(bytes, align) else { return ptr::null_mut() };
+        let dest = dest.as_ptr() as usize;
+        // SAFETY: both ranges are ours; the reservation at `dest` is replaced by the pages.
+        if !map.set(dest, bytes, tag) || !unsafe { os::remap_to(addr as *mut u8, old, dest as *mut u8, bytes) } {
+            map.clear(dest, bytes);
+            // SAFETY: the reservation was never handed out.
+            unsafe { os::unmap(dest as *mut u8, bytes) };
+            return ptr::null_mut();
+        }
+        map.clear(addr, old);
+        // SAFETY: the caller owns the allocation.
+        unsafe { (*rec).addr = dest };
+        dest as *mut u8
     }
 
     pub fn stats(&self) -> HugeStats {

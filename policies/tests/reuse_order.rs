@@ -1,0 +1,83 @@
+//! Each run-reuse policy, driven through a real heap, picks the run its specification says.
+//!
+//! Scenario (one bin, one arena): fill runs A < B < C (by address), then free one region in B,
+//! one in A, one in C (each becomes non-full, in that order), then one more in B (a free into
+//! an already non-full run). Which run serves the next allocation?
+//!
+//! | policy | next run | why |
+//! |---|---|---|
+//! | Lifo | C | last run to become non-full; the second free in B does not move B |
+//! | Mrf | B | most recently freed into |
+//! | AddrOrdered | A | lowest address |
+//! | CurrentRun<Lifo> | B | first run to become non-full became current, and stays |
+//! | CurrentRun<AddrOrdered> | A | A is below the current run B, so they swap |
+
+use alloclab_core::size_class::{bin, small_index};
+use alloclab_core::{Config, Heap, RunReuse};
+use alloclab_policies::configs::Using;
+use alloclab_policies::{AddrOrdered, CurrentRun, Lifo, Mrf, Single};
+
+const SIZE: usize = 64;
+
+/// Returns which of the three runs (0 = A, 1 = B, 2 = C) serves each of the next `n`
+/// allocations after the scenario.
+fn scenario<R: RunReuse>(n: usize) -> Vec<usize> {
+    let heap = Heap::<Using<R, Single>>::new();
+    let cap = bin(small_index(SIZE)).capacity as usize;
+    let runs: Vec<Vec<*mut u8>> = (0..3).map(|_| (0..cap).map(|_| heap.malloc(SIZE)).collect()).collect();
+    let span = |r: &Vec<*mut u8>| (*r.iter().min().unwrap() as usize, *r.iter().max().unwrap() as usize + SIZE);
+    let spans: Vec<_> = runs.iter().map(span).collect();
+    assert!(spans[0].1 <= spans[1].0 && spans[1].1 <= spans[2].0, "runs not in address order: {spans:x?}");
+    // SAFETY: each pointer is a live allocation of `heap`, freed once.
+    unsafe {
+        heap.free(runs[1][3]);
+        heap.free(runs[0][5]);
+        heap.free(runs[2][7]);
+        heap.free(runs[1][9]);
+    }
+    heap.check_invariants().unwrap();
+    let which = |p: *mut u8| spans.iter().position(|&(a, b)| (a..b).contains(&(p as usize))).expect("a new run");
+    let picks = (0..n).map(|_| which(heap.malloc(SIZE))).collect();
+    heap.check_invariants().unwrap();
+    picks
+}
+
+fn name<C: Config>() -> String {
+    let mut s = String::new();
+    C::describe(&mut s).unwrap();
+    s
+}
+
+#[test]
+fn lifo_serves_the_last_run_to_become_non_full() {
+    assert_eq!(scenario::<Lifo>(1), [2]);
+    // C fills up and leaves the list; then A (pushed before C), then B.
+    assert_eq!(scenario::<Lifo>(4), [2, 0, 1, 1]);
+}
+
+#[test]
+fn mrf_serves_the_run_most_recently_freed_into() {
+    assert_eq!(scenario::<Mrf>(4), [1, 1, 2, 0]);
+}
+
+#[test]
+fn addr_ordered_serves_the_lowest_run() {
+    assert_eq!(scenario::<AddrOrdered>(4), [0, 1, 1, 2]);
+}
+
+#[test]
+fn current_run_keeps_serving_its_run_until_full() {
+    assert_eq!(scenario::<CurrentRun<Lifo>>(4), [1, 1, 2, 0]);
+    assert_eq!(scenario::<CurrentRun<Mrf>>(4), [1, 1, 2, 0]);
+}
+
+#[test]
+fn current_run_with_addr_ordered_stays_lowest() {
+    assert_eq!(scenario::<CurrentRun<AddrOrdered>>(4), [0, 1, 1, 2]);
+}
+
+#[test]
+fn names_describe_the_composition() {
+    assert_eq!(name::<alloclab_policies::configs::MrfCurrent>(), "mrf-current (reuse: mrf+current-run, arenas: thread)");
+    assert_eq!(name::<Using<CurrentRun<AddrOrdered>, Single>>(), "custom (reuse: addr-ordered+current-run, arenas: single)");
+}

@@ -1,0 +1,141 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+/// A small deterministic PRNG (xorshift64*), so tests need no extra crates and replay exactly.
+#[derive(Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+    /// A size from 1 byte to several MiB, weighted like real programs: mostly small.
+    pub fn size(&mut self) -> usize {
+        match self.below(1000) {
+            0..=799 => 1 + self.below(512),
+            800..=949 => 513 + self.below(3840 - 512),
+            950..=994 => 3841 + self.below(256 * 1024),
+            995..=998 => 256 * 1024 + self.below(800 * 1024),
+            _ => (1 << 20) + self.below(4 << 20),
+        }
+    }
+    /// An alignment: mostly 8 or 16, sometimes up to 1 MiB.
+    pub fn align(&mut self) -> usize {
+        match self.below(100) {
+            0..=89 => 8 << self.below(2),
+            90..=97 => 32 << self.below(8),
+            _ => 8192 << self.below(8),
+        }
+    }
+}
+
+/// The byte written at `offset` of an allocation tagged `tag`.
+pub fn pattern(tag: u64, offset: usize) -> u8 {
+    (tag.wrapping_mul(31).wrapping_add(offset as u64 * 7) >> 3) as u8 ^ (offset as u8)
+}
+
+/// Offsets checked in an allocation of `size` bytes: all of a small one, a sample of a big one.
+pub fn sample_offsets(size: usize) -> impl Iterator<Item = usize> {
+    let step = if size <= 8192 { 1 } else { 509 };
+    (0..size).step_by(step).chain(size.saturating_sub(64)..size)
+}
+
+/// Fills an allocation with its pattern.
+///
+/// # Safety
+/// `p` points to at least `size` writable bytes.
+pub unsafe fn fill(p: *mut u8, size: usize, tag: u64) {
+    for off in sample_offsets(size) {
+        unsafe { *p.add(off) = pattern(tag, off) };
+    }
+}
+
+/// Checks an allocation's pattern, naming the first wrong byte.
+///
+/// # Safety
+/// `p` points to at least `size` readable bytes.
+pub unsafe fn verify(p: *const u8, size: usize, tag: u64) {
+    unsafe { verify_prefix(p, size, size, tag) }
+}
+
+/// Checks the first `len` bytes of an allocation that was filled as `size` bytes (after a
+/// realloc shrank it, or when it was moved).
+///
+/// # Safety
+/// `p` points to at least `len` readable bytes.
+pub unsafe fn verify_prefix(p: *const u8, size: usize, len: usize, tag: u64) {
+    for off in sample_offsets(size).filter(|&o| o < len) {
+        let got = unsafe { *p.add(off) };
+        assert_eq!(got, pattern(tag, off), "allocation {p:?} (size {size}, tag {tag}) corrupted at offset {off}");
+    }
+}
+
+/// Mapped address ranges of this process, from /proc/self/maps.
+pub fn mappings() -> Vec<(usize, usize)> {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let range = l.split_whitespace().next()?;
+            let (a, b) = range.split_once('-')?;
+            Some((usize::from_str_radix(a, 16).ok()?, usize::from_str_radix(b, 16).ok()?))
+        })
+        .collect()
+}
+
+/// Whether `addr` is mapped in this process.
+pub fn is_mapped(addr: usize) -> bool {
+    mappings().iter().any(|&(a, b)| a <= addr && addr < b)
+}
+
+/// Runs `f` in a forked child with stderr captured; asserts that the child died of SIGABRT and
+/// returns what it wrote to stderr. `f` must not allocate through the system allocator (other
+/// test threads may hold its locks at the moment of the fork).
+pub fn expect_abort(f: impl FnOnce()) -> String {
+    let mut fds = [0; 2];
+    // SAFETY: plain syscalls on valid out-pointers; the child only runs `f` and `_exit`.
+    unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        let pid = libc::fork();
+        assert!(pid >= 0);
+        if pid == 0 {
+            libc::dup2(fds[1], 2);
+            libc::close(fds[0]);
+            f();
+            libc::_exit(0);
+        }
+        libc::close(fds[1]);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 512];
+        loop {
+            let n = libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len());
+            if n <= 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n as usize]);
+        }
+        libc::close(fds[0]);
+        let mut status = 0;
+        assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+        let text = String::from_utf8_lossy(&out).into_owned();
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGABRT,
+            "child did not abort (status {status:#x}); stderr: {text:?}"
+        );
+        text
+    }
+}

@@ -1,0 +1,185 @@
+//! Arena choice across threads: the thread-arenas seed's regression test, thread churn, and
+//! what each strategy does with many threads.
+
+mod common;
+
+use alloclab::configs::{self, Using};
+use alloclab::policies::{Hashed, Lifo, PerCpu, RoundRobin, Single, ThreadLocal};
+use alloclab::{Config, Heap, Options};
+use std::sync::{Arc, Barrier};
+
+/// Mozilla bug 1436541: one allocation above 512 bytes re-pointed a thread at the shared
+/// default arena, for good. A thread-local arena must survive requests of every size.
+#[test]
+fn thread_keeps_its_arena_whatever_size_it_allocates() {
+    let heap = Arc::new(Heap::<configs::Lifo>::new());
+    let h = heap.clone();
+    std::thread::spawn(move || {
+        let first = h.malloc(32);
+        let own = h.arena_of(first).unwrap();
+        assert_ne!(own, 0, "a thread-local arena must not be the shared default arena");
+        // Every size class boundary the seed bug could trip on: small, quantum-wide, large.
+        for size in [64, 496, 497, 512, 513, 1024, 3840, 3841, 8192, 100_000, 1_000_000] {
+            let p = h.malloc(size);
+            assert_eq!(h.arena_of(p), Some(own), "a {size}-byte request left the thread's arena");
+            let after = h.malloc(32);
+            assert_eq!(h.arena_of(after), Some(own), "a 32-byte request after a {size}-byte one changed arena");
+            // SAFETY: both are live allocations of `h`.
+            unsafe {
+                h.free(p);
+                h.free(after);
+            }
+        }
+        // SAFETY: live allocation of `h`.
+        unsafe { h.free(first) };
+    })
+    .join()
+    .unwrap();
+    heap.check_invariants().unwrap();
+}
+
+/// `ThreadLocal<496>` sends big requests to the shared arena on purpose (mozjemalloc's rule)
+/// without losing the thread's arena for small ones.
+#[test]
+fn sharing_large_requests_is_a_parameter_not_an_accident() {
+    let heap = Arc::new(Heap::<Using<Lifo, ThreadLocal<496>>>::new());
+    let h = heap.clone();
+    std::thread::spawn(move || {
+        let small = h.malloc(100);
+        let own = h.arena_of(small).unwrap();
+        assert_ne!(own, 0);
+        let big = h.malloc(4000);
+        assert_eq!(h.arena_of(big), Some(0));
+        let small2 = h.malloc(100);
+        assert_eq!(h.arena_of(small2), Some(own));
+        // SAFETY: live allocations of `h`.
+        unsafe {
+            h.free(small);
+            h.free(big);
+            h.free(small2);
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+/// Thousands of short-lived threads: arenas are handed back at thread exit and reused, so
+/// neither the arena count nor the mapped memory grows with the number of threads.
+#[test]
+fn thread_churn_reuses_arenas() {
+    let heap = Arc::new(Heap::<configs::Mrf>::new());
+    let batch = 8;
+    let mut mapped_after_first_round = 0;
+    for round in 0..250 {
+        let threads: Vec<_> = (0..batch)
+            .map(|t| {
+                let h = heap.clone();
+                std::thread::spawn(move || {
+                    let mut v = Vec::new();
+                    for i in 0..50 {
+                        v.push(h.malloc(16 + (i * 37 + t) % 3000));
+                    }
+                    for p in v {
+                        // SAFETY: live allocations of `h`.
+                        unsafe { h.free(p) };
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        if round == 0 {
+            mapped_after_first_round = heap.stats().mapped;
+        }
+    }
+    // 2000 threads ran, at most `batch` at a time.
+    let arenas = heap.arenas_created();
+    assert!(arenas <= batch + 1, "{arenas} arenas for at most {batch} live threads");
+    assert_eq!(heap.arenas_leased(), 0, "exited threads still hold arenas");
+    let mapped = heap.stats().mapped;
+    assert!(
+        mapped <= 2 * mapped_after_first_round.max(batch * (1 << 20)),
+        "mapped grew from {mapped_after_first_round} to {mapped} over 2000 threads"
+    );
+    heap.check_invariants().unwrap();
+}
+
+fn arenas_used_by<C: Config>(heap: Heap<C>, threads: usize) -> (Heap<C>, Vec<usize>) {
+    let heap = Arc::new(heap);
+    let barrier = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (h, b) = (heap.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                // All threads alive at once, so thread keys are distinct.
+                b.wait();
+                let p = h.malloc(64);
+                let a = h.arena_of(p).unwrap();
+                b.wait();
+                // SAFETY: live allocation of `h`.
+                unsafe { h.free(p) };
+                a
+            })
+        })
+        .collect();
+    let arenas = handles.into_iter().map(|t| t.join().unwrap()).collect();
+    (Arc::try_unwrap(heap).ok().unwrap(), arenas)
+}
+
+#[test]
+fn strategies_spread_threads_as_specified() {
+    let (_, a) = arenas_used_by(Heap::<Using<Lifo, Single>>::new(), 6);
+    assert!(a.iter().all(|&x| x == 0), "single: {a:?}");
+
+    let (_, mut a) = arenas_used_by(Heap::<configs::Lifo>::new(), 6);
+    a.sort();
+    a.dedup();
+    assert_eq!(a.len(), 6, "thread-local: every live thread has its own arena: {a:?}");
+
+    let opts = Options { narenas: 3, ..Options::DEFAULT };
+    let (h, a) = arenas_used_by(Heap::<Using<Lifo, RoundRobin>>::with_options(opts), 6);
+    let mut counts = [0; 3];
+    for x in &a {
+        counts[*x] += 1;
+    }
+    assert_eq!(counts, [2, 2, 2], "round-robin over 3 arenas, threads in turn: {a:?}");
+    assert_eq!(h.arenas_created(), 3);
+
+    let (h, a) = arenas_used_by(Heap::<Using<Lifo, Hashed>>::with_options(opts), 6);
+    assert!(a.iter().all(|&x| x < 3), "hashed: {a:?}");
+    assert!(h.arenas_created() <= 3);
+
+    let (_, a) = arenas_used_by(Heap::<Using<Lifo, PerCpu>>::new(), 4);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(a.iter().all(|&x| x < cpus.max(1)), "per-cpu: {a:?} with {cpus} CPUs");
+}
+
+/// A value heap dropped while a thread that used it is still alive: the thread's later exit
+/// must not touch the dead heap, and its binding is pruned when it binds in another heap.
+#[test]
+fn heap_dropped_before_thread_exit() {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let heap = Arc::new(Heap::<configs::Lifo>::new());
+    let h = heap.clone();
+    let t = std::thread::spawn(move || {
+        let p = h.malloc(10);
+        // SAFETY: live allocation of `h`.
+        unsafe { h.free(p) };
+        drop(h);
+        done_tx.send(()).unwrap();
+        rx.recv().unwrap();
+        // The first heap is gone; bind in a second one.
+        let h2 = Heap::<configs::Lifo>::new();
+        let q = h2.malloc(10);
+        assert_ne!(h2.arena_of(q), Some(0));
+        // SAFETY: live allocation of `h2`.
+        unsafe { h2.free(q) };
+        h2.check_invariants().unwrap();
+    });
+    done_rx.recv().unwrap();
+    drop(Arc::try_unwrap(heap).ok().unwrap());
+    tx.send(()).unwrap();
+    t.join().unwrap();
+}
