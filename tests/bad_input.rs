@@ -12,8 +12,13 @@ fn impossible_requests_return_null() {
     let h = Heap::<configs::Lifo>::new();
     assert!(h.allocate(usize::MAX, 8, false).is_null());
     assert!(h.allocate(isize::MAX as usize, 8, false).is_null());
-    assert!(h.allocate(isize::MAX as usize - 4095, 4096, false).is_null());
-    assert!(h.allocate(16, 3, false).is_null(), "alignment not a power of two");
+    assert!(h
+        .allocate(isize::MAX as usize - 4095, 4096, false)
+        .is_null());
+    assert!(
+        h.allocate(16, 3, false).is_null(),
+        "alignment not a power of two"
+    );
     assert!(h.allocate(16, 0, false).is_null(), "alignment zero");
     assert!(h.allocate(16, 1 << 62, false).is_null());
     assert!(h.calloc(usize::MAX / 2, 3).is_null(), "calloc overflow");
@@ -48,7 +53,10 @@ fn bad_pointers_are_named_not_followed() {
     let huge = h.malloc(3 << 20);
     // SAFETY: as above; every call below is rejected before touching the pointee.
     unsafe {
-        assert_eq!(h.try_free(std::ptr::addr_of_mut!(on_stack).cast()), Err(FreeError::NotOurs));
+        assert_eq!(
+            h.try_free(std::ptr::addr_of_mut!(on_stack).cast()),
+            Err(FreeError::NotOurs)
+        );
         assert_eq!(h.try_free(foreign.cast()), Err(FreeError::NotOurs));
         assert_eq!(h.try_free(small.add(8)), Err(FreeError::Interior));
         assert_eq!(h.try_free(large.add(4096)), Err(FreeError::Interior));
@@ -64,11 +72,23 @@ fn bad_pointers_are_named_not_followed() {
         assert_eq!(h.usable_size(neighbour), Err(FreeError::NotAllocated));
         h.check_invariants().unwrap();
         h.free(small);
-        assert_eq!(h.try_free(small), Err(FreeError::NotAllocated), "double free");
+        assert_eq!(
+            h.try_free(small),
+            Err(FreeError::NotAllocated),
+            "double free"
+        );
         h.free(large);
-        assert_eq!(h.try_free(large), Err(FreeError::NotAllocated), "double free of large");
+        assert_eq!(
+            h.try_free(large),
+            Err(FreeError::NotAllocated),
+            "double free of large"
+        );
         h.free(huge);
-        assert_eq!(h.try_free(huge), Err(FreeError::NotOurs), "a freed huge mapping is gone");
+        assert_eq!(
+            h.try_free(huge),
+            Err(FreeError::NotOurs),
+            "a freed huge mapping is gone"
+        );
         drop(Box::from_raw(foreign));
     }
     h.check_invariants().unwrap();
@@ -87,20 +107,51 @@ fn free_of_a_bad_pointer_aborts_with_one_line() {
     let big = h.malloc(50_000);
     let mut local = 0u8;
     let stack = std::ptr::addr_of_mut!(local);
-    // SAFETY (all closures): the child aborts inside `free` before touching anything.
-    let out = expect_abort(|| unsafe { h.free(p.add(16)) });
-    one_line_naming(&out, "free", p as usize + 16, "pointer into the middle of an allocation");
-    let out = expect_abort(|| unsafe { h.free(stack) });
-    one_line_naming(&out, "free", stack as usize, "pointer not allocated by this heap");
-    let out = expect_abort(|| unsafe { h.realloc_c(big.add(100), 10) }.is_null().then_some(()).unwrap_or(()));
-    one_line_naming(&out, "realloc", big as usize + 100, "pointer into the middle of an allocation");
+    let out = expect_abort(|| {
+        // SAFETY: rejected (interior pointer) before anything is touched; the child aborts.
+        unsafe { h.free(p.add(16)) }
+    });
+    one_line_naming(
+        &out,
+        "free",
+        p as usize + 16,
+        "pointer into the middle of an allocation",
+    );
+    let out = expect_abort(|| {
+        // SAFETY: rejected (not ours) before anything is touched.
+        unsafe { h.free(stack) }
+    });
+    one_line_naming(
+        &out,
+        "free",
+        stack as usize,
+        "pointer not allocated by this heap",
+    );
+    let out = expect_abort(|| {
+        // SAFETY: rejected (interior pointer) before anything is touched.
+        let _ = unsafe { h.realloc_c(big.add(100), 10) };
+    });
+    one_line_naming(
+        &out,
+        "realloc",
+        big as usize + 100,
+        "pointer into the middle of an allocation",
+    );
     // SAFETY: live allocations.
     unsafe {
         h.free(p);
         h.free(big);
     }
-    let out = expect_abort(|| unsafe { h.free(p) });
-    one_line_naming(&out, "free", p as usize, "pointer not currently allocated (double free?)");
+    let out = expect_abort(|| {
+        // SAFETY: rejected (already free) before anything is touched.
+        unsafe { h.free(p) }
+    });
+    one_line_naming(
+        &out,
+        "free",
+        p as usize,
+        "pointer not currently allocated (double free?)",
+    );
     // The parent's heap is untouched by all of this.
     h.check_invariants().unwrap();
     assert_eq!(h.stats().allocated, 0);

@@ -20,7 +20,9 @@ fn std_collections_run_on_the_heap() {
     }
     assert_eq!(tree.len(), 3000);
     assert_eq!(tree.values().sum::<u64>(), (0..20_000u64).sum());
-    let set: HashSet<Box<[u8]>> = (0..5000usize).map(|i| vec![i as u8; i % 700].into_boxed_slice()).collect();
+    let set: HashSet<Box<[u8]>> = (0..5000usize)
+        .map(|i| vec![i as u8; i % 700].into_boxed_slice())
+        .collect();
     assert!(set.len() > 600);
     let mut dq: VecDeque<String> = VecDeque::new();
     for i in 0..10_000 {
@@ -60,14 +62,19 @@ fn threads_and_channels_run_on_the_heap() {
         p.join().unwrap();
     }
     assert_eq!(total, 4 * (0..2000).map(|i| i % 5).sum::<usize>());
-    assert!(GLOBAL.stats().arenas >= 2, "producer threads should have arenas of their own");
+    assert!(
+        GLOBAL.stats().arenas >= 2,
+        "producer threads should have arenas of their own"
+    );
     GLOBAL.check_invariants().unwrap();
 }
 
 #[test]
 fn many_short_threads() {
     for _ in 0..200 {
-        std::thread::spawn(|| (0..100).map(|i| vec![i; i]).collect::<Vec<_>>().len()).join().unwrap();
+        std::thread::spawn(|| (0..100).map(|i| vec![i; i]).collect::<Vec<_>>().len())
+            .join()
+            .unwrap();
     }
     GLOBAL.check_invariants().unwrap();
 }

@@ -48,8 +48,18 @@ fn realloc_stays_in_place_within_a_class_and_grows_large_in_place() {
 #[test]
 fn realloc_keeps_contents_across_every_class_boundary() {
     let h = Heap::<configs::MrfCurrent>::new();
-    let mut sizes: Vec<usize> = (0..NBINS).flat_map(|i| [class_size(i), class_size(i) + 1]).collect();
-    sizes.extend([SMALL_MAX + 1, 2 * PAGE, 2 * PAGE + 1, LARGE_MAX, LARGE_MAX + 1, 3 * CHUNK, 5]);
+    let mut sizes: Vec<usize> = (0..NBINS)
+        .flat_map(|i| [class_size(i), class_size(i) + 1])
+        .collect();
+    sizes.extend([
+        SMALL_MAX + 1,
+        2 * PAGE,
+        2 * PAGE + 1,
+        LARGE_MAX,
+        LARGE_MAX + 1,
+        3 * CHUNK,
+        5,
+    ]);
     // SAFETY: `p` is live throughout and holds `cur` bytes.
     unsafe {
         let mut p = h.malloc(1);
@@ -101,7 +111,10 @@ fn zeroed_allocations_are_zero_after_reuse() {
             p.write_bytes(0xee, size);
             h.free(p);
             let z = h.calloc(1, size);
-            assert!((0..size).all(|i| *z.add(i) == 0), "calloc({size}) reused dirty memory");
+            assert!(
+                (0..size).all(|i| *z.add(i) == 0),
+                "calloc({size}) reused dirty memory"
+            );
             h.free(z);
         }
     }
@@ -111,7 +124,10 @@ fn zeroed_allocations_are_zero_after_reuse() {
 #[test]
 fn purging_bounds_dirty_pages() {
     let max = 64;
-    let h = Heap::<Using<Lifo, Single>>::with_options(Options { dirty_max_pages: max, ..Options::DEFAULT });
+    let h = Heap::<Using<Lifo, Single>>::with_options(Options {
+        dirty_max_pages: max,
+        ..Options::DEFAULT
+    });
     let blocks: Vec<_> = (0..40).map(|_| h.malloc(8 * PAGE)).collect();
     for &b in &blocks {
         // SAFETY: each block holds 8 pages.
@@ -122,7 +138,11 @@ fn purging_bounds_dirty_pages() {
         unsafe { h.free(b) };
     }
     let st = h.stats();
-    assert!(st.dirty <= max * PAGE, "dirty {} above the threshold of {max} pages", st.dirty);
+    assert!(
+        st.dirty <= max * PAGE,
+        "dirty {} above the threshold of {max} pages",
+        st.dirty
+    );
     assert!(st.arena.purges > 0 && st.arena.purged_pages > 0);
     h.purge();
     assert_eq!(h.stats().dirty, 0);
@@ -138,8 +158,14 @@ fn dropping_a_heap_unmaps_its_memory() {
         assert!(is_mapped(p as usize) && is_mapped(g as usize));
         (p as usize, g as usize)
     };
-    assert!(!is_mapped(chunk), "chunk still mapped after the heap was dropped");
-    assert!(!is_mapped(huge), "huge mapping still mapped after the heap was dropped");
+    assert!(
+        !is_mapped(chunk),
+        "chunk still mapped after the heap was dropped"
+    );
+    assert!(
+        !is_mapped(huge),
+        "huge mapping still mapped after the heap was dropped"
+    );
 }
 
 #[test]
@@ -177,8 +203,19 @@ fn statistics_follow_allocations() {
         h.free(c);
     }
     let st = h.stats();
-    assert_eq!((st.allocated, st.huge_live, st.huge_frees, st.arena.large_frees), (0, 0, 1, 1));
+    assert_eq!(
+        (
+            st.allocated,
+            st.huge_live,
+            st.huge_frees,
+            st.arena.large_frees
+        ),
+        (0, 0, 1, 1)
+    );
     let mut report = String::new();
     st.write_report(&mut report, "test").unwrap();
-    assert!(report.contains("allocated:") && report.contains("   112 "), "{report}");
+    assert!(
+        report.contains("allocated:") && report.contains("   112 "),
+        "{report}"
+    );
 }

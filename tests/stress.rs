@@ -5,7 +5,9 @@
 mod common;
 
 use alloclab::configs::{self, Using};
-use alloclab::policies::{AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, PerCpu, RoundRobin, Single, ThreadLocal};
+use alloclab::policies::{
+    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, PerCpu, RoundRobin, Single, ThreadLocal,
+};
 use alloclab::{Config, Heap, Options};
 use common::{fill, verify, Rng};
 use std::sync::{Arc, Mutex};
@@ -25,19 +27,32 @@ fn allocate<C: Config>(heap: &Heap<C>, rng: &mut Rng, tag: u64) -> Block {
     let align = rng.align();
     let zero = rng.chance(10);
     let p = heap.allocate(size, align, zero);
-    assert!(!p.is_null(), "allocation of {size} bytes aligned to {align} failed");
-    assert_eq!(p as usize % align, 0, "{size} bytes at {p:?} not aligned to {align}");
+    assert!(
+        !p.is_null(),
+        "allocation of {size} bytes aligned to {align} failed"
+    );
+    assert_eq!(
+        p as usize % align,
+        0,
+        "{size} bytes at {p:?} not aligned to {align}"
+    );
     let usable = heap.usable_size(p).unwrap();
     assert!(usable >= size, "usable size {usable} below request {size}");
     if zero {
         for off in common::sample_offsets(size) {
             // SAFETY: `p` has `size` bytes.
-            assert_eq!(unsafe { *p.add(off) }, 0, "zeroed allocation of {size} not zero at {off}");
+            let byte = unsafe { *p.add(off) };
+            assert_eq!(byte, 0, "zeroed allocation of {size} not zero at {off}");
         }
     }
     // SAFETY: `p` has `size` writable bytes.
     unsafe { fill(p, size, tag) };
-    Block { p: p as usize, size, align, tag }
+    Block {
+        p: p as usize,
+        size,
+        align,
+        tag,
+    }
 }
 
 fn release<C: Config>(heap: &Heap<C>, b: Block) {
@@ -69,9 +84,15 @@ fn stress_with<C: Config>(heap: Heap<C>, seed: u64) {
                             // A realloc chain step: contents survive across class boundaries.
                             let k = rng.below(mine.len());
                             let b = &mut mine[k];
-                            let new_size = if rng.chance(50) { rng.size() } else { b.size * 2 + 1 };
+                            let new_size = if rng.chance(50) {
+                                rng.size()
+                            } else {
+                                b.size * 2 + 1
+                            };
                             // SAFETY: `b` is live and ours.
-                            let q = unsafe { heap.reallocate(b.p as *mut u8, new_size, b.align, b.size) };
+                            let q = unsafe {
+                                heap.reallocate(b.p as *mut u8, new_size, b.align, b.size)
+                            };
                             assert!(!q.is_null());
                             assert_eq!(q as usize % b.align, 0);
                             // SAFETY: `q` has at least `min(size, new_size)` bytes of the old content.
@@ -79,7 +100,12 @@ fn stress_with<C: Config>(heap: Heap<C>, seed: u64) {
                                 common::verify_prefix(q, b.size, new_size, b.tag);
                                 fill(q, new_size, tag);
                             }
-                            *b = Block { p: q as usize, size: new_size, align: b.align, tag };
+                            *b = Block {
+                                p: q as usize,
+                                size: new_size,
+                                align: b.align,
+                                tag,
+                            };
                         }
                         90..=94 if !mine.is_empty() => {
                             let k = rng.below(mine.len());
@@ -95,7 +121,8 @@ fn stress_with<C: Config>(heap: Heap<C>, seed: u64) {
                         _ => mine.push(allocate(&heap, &mut rng, tag)),
                     }
                     if t == 0 && i % 4000 == 0 {
-                        heap.check_invariants().unwrap_or_else(|v| panic!("{}: {v}", C::NAME));
+                        heap.check_invariants()
+                            .unwrap_or_else(|v| panic!("{}: {v}", C::NAME));
                     }
                 }
                 // Check the survivors, then keep half alive for the final check.
@@ -107,19 +134,32 @@ fn stress_with<C: Config>(heap: Heap<C>, seed: u64) {
             })
         })
         .collect();
-    let mut survivors: Vec<Block> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let mut survivors: Vec<Block> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
     let mut live: Vec<(usize, usize)> = survivors.iter().map(|b| (b.p, b.size)).collect();
     live.extend(exchange.lock().unwrap().iter().map(|b| (b.p, b.size)));
-    heap.check_live(&mut live).unwrap_or_else(|v| panic!("{}: {v}", heap.describe()));
+    heap.check_live(&mut live)
+        .unwrap_or_else(|v| panic!("{}: {v}", heap.describe()));
     survivors.append(&mut exchange.lock().unwrap());
     for b in survivors {
         release(&heap, b);
     }
-    heap.check_invariants().unwrap_or_else(|v| panic!("{}: {v}", heap.describe()));
+    heap.check_invariants()
+        .unwrap_or_else(|v| panic!("{}: {v}", heap.describe()));
     let st = heap.stats();
-    assert_eq!(st.allocated, 0, "{}: bytes still allocated after freeing everything", heap.describe());
+    assert_eq!(
+        st.allocated,
+        0,
+        "{}: bytes still allocated after freeing everything",
+        heap.describe()
+    );
     assert_eq!(st.active, 0);
-    assert!(st.bins.iter().all(|b| b.live == 0 && b.runs == 0 && b.allocations == b.frees));
+    assert!(st
+        .bins
+        .iter()
+        .all(|b| b.live == 0 && b.runs == 0 && b.allocations == b.frees));
     assert!(st.allocations() > (THREADS * OPS / 2) as u64);
 }
 
@@ -155,7 +195,13 @@ fn arenas_single() {
 #[test]
 fn arenas_round_robin() {
     stress::<Using<Mrf, RoundRobin>>(6);
-    stress_with(Heap::<Using<Lifo, RoundRobin>>::with_options(Options { narenas: 3, ..Options::DEFAULT }), 7);
+    stress_with(
+        Heap::<Using<Lifo, RoundRobin>>::with_options(Options {
+            narenas: 3,
+            ..Options::DEFAULT
+        }),
+        7,
+    );
 }
 
 #[test]
@@ -176,5 +222,11 @@ fn arenas_thread_local_small_only() {
 #[test]
 fn purging_everything_keeps_invariants() {
     // A zero dirty threshold purges on every release: the purge path runs constantly.
-    stress_with(Heap::<configs::Lifo>::with_options(Options { dirty_max_pages: 0, ..Options::DEFAULT }), 11);
+    stress_with(
+        Heap::<configs::Lifo>::with_options(Options {
+            dirty_max_pages: 0,
+            ..Options::DEFAULT
+        }),
+        11,
+    );
 }

@@ -17,13 +17,26 @@ fn thread_keeps_its_arena_whatever_size_it_allocates() {
     std::thread::spawn(move || {
         let first = h.malloc(32);
         let own = h.arena_of(first).unwrap();
-        assert_ne!(own, 0, "a thread-local arena must not be the shared default arena");
+        assert_ne!(
+            own, 0,
+            "a thread-local arena must not be the shared default arena"
+        );
         // Every size class boundary the seed bug could trip on: small, quantum-wide, large.
-        for size in [64, 496, 497, 512, 513, 1024, 3840, 3841, 8192, 100_000, 1_000_000] {
+        for size in [
+            64, 496, 497, 512, 513, 1024, 3840, 3841, 8192, 100_000, 1_000_000,
+        ] {
             let p = h.malloc(size);
-            assert_eq!(h.arena_of(p), Some(own), "a {size}-byte request left the thread's arena");
+            assert_eq!(
+                h.arena_of(p),
+                Some(own),
+                "a {size}-byte request left the thread's arena"
+            );
             let after = h.malloc(32);
-            assert_eq!(h.arena_of(after), Some(own), "a 32-byte request after a {size}-byte one changed arena");
+            assert_eq!(
+                h.arena_of(after),
+                Some(own),
+                "a 32-byte request after a {size}-byte one changed arena"
+            );
             // SAFETY: both are live allocations of `h`.
             unsafe {
                 h.free(p);
@@ -95,7 +108,10 @@ fn thread_churn_reuses_arenas() {
     }
     // 2000 threads ran, at most `batch` at a time.
     let arenas = heap.arenas_created();
-    assert!(arenas <= batch + 1, "{arenas} arenas for at most {batch} live threads");
+    assert!(
+        arenas <= batch + 1,
+        "{arenas} arenas for at most {batch} live threads"
+    );
     assert_eq!(heap.arenas_leased(), 0, "exited threads still hold arenas");
     let mapped = heap.stats().mapped;
     assert!(
@@ -135,15 +151,26 @@ fn strategies_spread_threads_as_specified() {
     let (_, mut a) = arenas_used_by(Heap::<configs::Lifo>::new(), 6);
     a.sort();
     a.dedup();
-    assert_eq!(a.len(), 6, "thread-local: every live thread has its own arena: {a:?}");
+    assert_eq!(
+        a.len(),
+        6,
+        "thread-local: every live thread has its own arena: {a:?}"
+    );
 
-    let opts = Options { narenas: 3, ..Options::DEFAULT };
+    let opts = Options {
+        narenas: 3,
+        ..Options::DEFAULT
+    };
     let (h, a) = arenas_used_by(Heap::<Using<Lifo, RoundRobin>>::with_options(opts), 6);
     let mut counts = [0; 3];
     for x in &a {
         counts[*x] += 1;
     }
-    assert_eq!(counts, [2, 2, 2], "round-robin over 3 arenas, threads in turn: {a:?}");
+    assert_eq!(
+        counts,
+        [2, 2, 2],
+        "round-robin over 3 arenas, threads in turn: {a:?}"
+    );
     assert_eq!(h.arenas_created(), 3);
 
     let (h, a) = arenas_used_by(Heap::<Using<Lifo, Hashed>>::with_options(opts), 6);
@@ -152,7 +179,10 @@ fn strategies_spread_threads_as_specified() {
 
     let (_, a) = arenas_used_by(Heap::<Using<Lifo, PerCpu>>::new(), 4);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    assert!(a.iter().all(|&x| x < cpus.max(1)), "per-cpu: {a:?} with {cpus} CPUs");
+    assert!(
+        a.iter().all(|&x| x < cpus.max(1)),
+        "per-cpu: {a:?} with {cpus} CPUs"
+    );
 }
 
 /// A value heap dropped while a thread that used it is still alive: the thread's later exit

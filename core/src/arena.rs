@@ -11,7 +11,9 @@
 //! Chunks whose pages all become free are kept (and purged like any free pages), as jemalloc
 //! does with `retain`: address space is cheap, mmap/munmap churn is not.
 
-use crate::chunk::{ChunkHeader, PageBits, PageEntry, DIRTY, FREE, HEAD, KIND_MASK, LARGE, META, SMALL};
+use crate::chunk::{
+    ChunkHeader, PageBits, PageEntry, DIRTY, FREE, HEAD, KIND_MASK, LARGE, META, SMALL,
+};
 use crate::error::FreeError;
 use crate::invariants::{expect_eq, Violation, ViolationKind};
 use crate::lock::RawLock;
@@ -19,7 +21,9 @@ use crate::os;
 use crate::page_map::{PageMap, TAG_CHUNK};
 use crate::policy::{Config, Removal, RunReuse};
 use crate::run::{Run, RunHeader, RunRef};
-use crate::size_class::{bin, round_up, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_PAGES, CHUNK_USABLE_PAGES, NBINS, PAGE};
+use crate::size_class::{
+    bin, round_up, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_PAGES, CHUNK_USABLE_PAGES, NBINS, PAGE,
+};
 use crate::stats::{ArenaStats, BinStats};
 use crate::sync::UnsafeCell;
 use core::ptr;
@@ -40,7 +44,10 @@ struct FreeRuns {
 
 impl FreeRuns {
     fn new() -> Self {
-        FreeRuns { heads: [ptr::null_mut(); CHUNK_USABLE_PAGES + 1], nonempty: [0; (CHUNK_USABLE_PAGES + 64) / 64] }
+        FreeRuns {
+            heads: [ptr::null_mut(); CHUNK_USABLE_PAGES + 1],
+            nonempty: [0; (CHUNK_USABLE_PAGES + 64) / 64],
+        }
     }
 
     /// # Safety
@@ -125,7 +132,10 @@ impl<C: Config> Arena<C> {
             lock: RawLock::new(),
             index,
             inner: UnsafeCell::new(ArenaInner {
-                bins: core::array::from_fn(|_| Bin { policy: Default::default(), stats: BinStats::default() }),
+                bins: core::array::from_fn(|_| Bin {
+                    policy: Default::default(),
+                    stats: BinStats::default(),
+                }),
                 avail: FreeRuns::new(),
                 chunks: ptr::null_mut(),
                 stats: ArenaStats::default(),
@@ -187,7 +197,9 @@ impl<C: Config> ArenaInner<C> {
 
     /// Maps a new chunk, registers it, and adds its usable pages as one clean free run.
     fn new_chunk(&mut self, arena: *const Arena<C>, index: usize, map: &PageMap) -> bool {
-        let Some(mem) = os::map_aligned(CHUNK, CHUNK) else { return false };
+        let Some(mem) = os::map_aligned(CHUNK, CHUNK) else {
+            return false;
+        };
         let chunk = mem.as_ptr().cast::<ChunkHeader>();
         // SAFETY: a fresh, exclusively owned chunk mapping.
         unsafe { ChunkHeader::init(chunk, arena.cast(), index) };
@@ -199,7 +211,10 @@ impl<C: Config> ArenaInner<C> {
         // SAFETY: the chunk is ours and its header initialized.
         unsafe {
             (*chunk).next = self.chunks;
-            self.avail.insert(ChunkHeader::entry(chunk, CHUNK_HEADER_PAGES), CHUNK_USABLE_PAGES);
+            self.avail.insert(
+                ChunkHeader::entry(chunk, CHUNK_HEADER_PAGES),
+                CHUNK_USABLE_PAGES,
+            );
         }
         self.chunks = chunk;
         self.stats.chunks += 1;
@@ -208,7 +223,13 @@ impl<C: Config> ArenaInner<C> {
 
     /// Takes `n` pages (`1..=CHUNK_USABLE_PAGES`) out of the free runs, mapping a chunk if
     /// needed. The pages keep their `FREE` bits (and dirty flags) for the caller to overwrite.
-    fn take_pages(&mut self, n: usize, arena: *const Arena<C>, index: usize, map: &PageMap) -> Option<(*mut ChunkHeader, usize)> {
+    fn take_pages(
+        &mut self,
+        n: usize,
+        arena: *const Arena<C>,
+        index: usize,
+        map: &PageMap,
+    ) -> Option<(*mut ChunkHeader, usize)> {
         let len = match self.avail.best_fit(n) {
             Some(l) => l,
             None => {
@@ -225,7 +246,8 @@ impl<C: Config> ArenaInner<C> {
             self.avail.remove(e, len);
             if len > n {
                 self.set_free_run_ends(chunk, page + n, len - n);
-                self.avail.insert(ChunkHeader::entry(chunk, page + n), len - n);
+                self.avail
+                    .insert(ChunkHeader::entry(chunk, page + n), len - n);
             }
         }
         Some((chunk, page))
@@ -250,7 +272,14 @@ impl<C: Config> ArenaInner<C> {
     ///
     /// # Safety
     /// The pages were just returned by `take_pages` for `chunk`.
-    unsafe fn claim_pages(&mut self, chunk: *mut ChunkHeader, page: usize, n: usize, zero: bool, bits: impl Fn(usize) -> usize) {
+    unsafe fn claim_pages(
+        &mut self,
+        chunk: *mut ChunkHeader,
+        page: usize,
+        n: usize,
+        zero: bool,
+        bits: impl Fn(usize) -> usize,
+    ) {
         let mut dirty = 0;
         for i in 0..n {
             // SAFETY: per the contract, the entries are ours.
@@ -259,7 +288,11 @@ impl<C: Config> ArenaInner<C> {
                 if (*e).dirty() {
                     dirty += 1;
                     if zero {
-                        ptr::write_bytes(ChunkHeader::page_addr(chunk, page + i) as *mut u8, 0, PAGE);
+                        ptr::write_bytes(
+                            ChunkHeader::page_addr(chunk, page + i) as *mut u8,
+                            0,
+                            PAGE,
+                        );
                     }
                 }
                 (*e).bits = bits(i);
@@ -342,7 +375,10 @@ impl<C: Config> ArenaInner<C> {
                             i += 1;
                         }
                         let span = i - span_start;
-                        os::purge(ChunkHeader::page_addr(chunk, page + span_start) as *mut u8, span * PAGE);
+                        os::purge(
+                            ChunkHeader::page_addr(chunk, page + span_start) as *mut u8,
+                            span * PAGE,
+                        );
                         self.stats.dirty_pages -= span;
                         self.stats.purged_pages += span as u64;
                     }
@@ -358,7 +394,14 @@ impl<C: Config> ArenaInner<C> {
 
     /// Allocates a region of bin `idx`; null if the OS refuses memory.
     #[inline]
-    pub fn alloc_small(&mut self, idx: usize, zero: bool, arena: *const Arena<C>, index: usize, map: &PageMap) -> *mut u8 {
+    pub fn alloc_small(
+        &mut self,
+        idx: usize,
+        zero: bool,
+        arena: *const Arena<C>,
+        index: usize,
+        map: &PageMap,
+    ) -> *mut u8 {
         let run = match C::Reuse::pick(&mut self.bins[idx].policy) {
             Some(r) => r,
             None => match self.new_run(idx, arena, index, map) {
@@ -395,7 +438,13 @@ impl<C: Config> ArenaInner<C> {
     }
 
     #[cold]
-    fn new_run(&mut self, idx: usize, arena: *const Arena<C>, index: usize, map: &PageMap) -> Option<RunRef<Links<C>>> {
+    fn new_run(
+        &mut self,
+        idx: usize,
+        arena: *const Arena<C>,
+        index: usize,
+        map: &PageMap,
+    ) -> Option<RunRef<Links<C>>> {
         let info = bin(idx);
         let pages = info.run_pages as usize;
         let (chunk, page) = self.take_pages(pages, arena, index, map)?;
@@ -417,7 +466,13 @@ impl<C: Config> ArenaInner<C> {
     /// # Safety
     /// `chunk` is ours and `e` is the `SMALL` entry of `addr`'s page.
     #[inline]
-    pub unsafe fn free_small(&mut self, chunk: *mut ChunkHeader, page: usize, e: PageBits, addr: usize) -> Result<(), FreeError> {
+    pub unsafe fn free_small(
+        &mut self,
+        chunk: *mut ChunkHeader,
+        page: usize,
+        e: PageBits,
+        addr: usize,
+    ) -> Result<(), FreeError> {
         let idx = e.bin();
         let head = page - e.run_offset();
         let base = ChunkHeader::page_addr(chunk, head);
@@ -460,7 +515,12 @@ impl<C: Config> ArenaInner<C> {
     ///
     /// # Safety
     /// As for `free_small`.
-    pub unsafe fn small_usable(chunk: *mut ChunkHeader, page: usize, e: PageBits, addr: usize) -> Result<usize, FreeError> {
+    pub unsafe fn small_usable(
+        chunk: *mut ChunkHeader,
+        page: usize,
+        e: PageBits,
+        addr: usize,
+    ) -> Result<usize, FreeError> {
         let idx = e.bin();
         let base = ChunkHeader::page_addr(chunk, page - e.run_offset());
         let info = bin(idx);
@@ -476,7 +536,15 @@ impl<C: Config> ArenaInner<C> {
 
     /// Allocates `pages` pages aligned to `align` (the caller checked that the over-allocation
     /// fits in a chunk); null if the OS refuses memory.
-    pub fn alloc_large(&mut self, pages: usize, align: usize, zero: bool, arena: *const Arena<C>, index: usize, map: &PageMap) -> *mut u8 {
+    pub fn alloc_large(
+        &mut self,
+        pages: usize,
+        align: usize,
+        zero: bool,
+        arena: *const Arena<C>,
+        index: usize,
+        map: &PageMap,
+    ) -> *mut u8 {
         let extra = if align > PAGE { align / PAGE - 1 } else { 0 };
         let Some((chunk, first)) = self.take_pages(pages + extra, arena, index, map) else {
             return ptr::null_mut();
@@ -490,7 +558,9 @@ impl<C: Config> ArenaInner<C> {
         // SAFETY: the pages were just taken for us; lead and trail pages are still free pages
         // of the same chunk, given back after the allocation is marked.
         unsafe {
-            self.claim_pages(chunk, page, pages, zero, |i| PageEntry::large_bits(if i == 0 { pages } else { 0 }, i == 0));
+            self.claim_pages(chunk, page, pages, zero, |i| {
+                PageEntry::large_bits(if i == 0 { pages } else { 0 }, i == 0)
+            });
             if lead > 0 {
                 self.set_free_run_ends(chunk, first, lead);
                 self.coalesce_insert(chunk, first, lead);
@@ -533,7 +603,13 @@ impl<C: Config> ArenaInner<C> {
     ///
     /// # Safety
     /// `chunk` is ours and `page` heads a live large allocation of `old` pages.
-    pub unsafe fn resize_large(&mut self, chunk: *mut ChunkHeader, page: usize, old: usize, new: usize) -> bool {
+    pub unsafe fn resize_large(
+        &mut self,
+        chunk: *mut ChunkHeader,
+        page: usize,
+        old: usize,
+        new: usize,
+    ) -> bool {
         if new == old {
             return true;
         }
@@ -568,9 +644,12 @@ impl<C: Config> ArenaInner<C> {
             self.avail.remove(ne, flen);
             if flen > need {
                 self.set_free_run_ends(chunk, next + need, flen - need);
-                self.avail.insert(ChunkHeader::entry(chunk, next + need), flen - need);
+                self.avail
+                    .insert(ChunkHeader::entry(chunk, next + need), flen - need);
             }
-            self.claim_pages(chunk, next, need, false, |_| PageEntry::large_bits(0, false));
+            self.claim_pages(chunk, next, need, false, |_| {
+                PageEntry::large_bits(0, false)
+            });
             (*ChunkHeader::entry(chunk, page)).bits = PageEntry::large_bits(new, true);
             self.stats.large_allocated += need * PAGE;
         }
@@ -580,7 +659,12 @@ impl<C: Config> ArenaInner<C> {
     // ---- invariants -------------------------------------------------------------------------
 
     /// Walks every chunk, run and list of this arena; returns the first violation.
-    pub fn check(&self, arena: *const Arena<C>, arena_index: usize, map: &PageMap) -> Result<(), Violation> {
+    pub fn check(
+        &self,
+        arena: *const Arena<C>,
+        arena_index: usize,
+        map: &PageMap,
+    ) -> Result<(), Violation> {
         let err = |v: Violation| v.in_arena(arena_index);
         let mut runs = [0usize; NBINS];
         let mut nonfull = [0usize; NBINS];
@@ -595,16 +679,25 @@ impl<C: Config> ArenaInner<C> {
         while !c.is_null() {
             chunks += 1;
             if crate::page_map::Owner::Chunk(c as usize) != map.lookup(c as usize) {
-                return Err(err(Violation::new(ViolationKind::PageMap("chunk not registered")).at(c as usize)));
+                return Err(err(Violation::new(ViolationKind::PageMap(
+                    "chunk not registered",
+                ))
+                .at(c as usize)));
             }
             // SAFETY: chunks on our list are live and we hold the lock (callers use `with`).
             unsafe {
                 if (*c).arena != arena.cast() || (*c).arena_index != arena_index {
-                    return Err(err(Violation::new(ViolationKind::PageMap("chunk header names another arena")).at(c as usize)));
+                    return Err(err(Violation::new(ViolationKind::PageMap(
+                        "chunk header names another arena",
+                    ))
+                    .at(c as usize)));
                 }
                 for p in 0..CHUNK_HEADER_PAGES {
                     if (*ChunkHeader::entry(c, p)).kind() != META {
-                        return Err(err(Violation::new(ViolationKind::PageMap("header page not META")).at(c as usize)));
+                        return Err(err(Violation::new(ViolationKind::PageMap(
+                            "header page not META",
+                        ))
+                        .at(c as usize)));
                     }
                 }
                 let mut p = CHUNK_HEADER_PAGES;
@@ -616,24 +709,39 @@ impl<C: Config> ArenaInner<C> {
                         FREE => {
                             let len = e.len();
                             if prev_free {
-                                return Err(err(Violation::new(ViolationKind::FreeRuns("adjacent free runs not coalesced")).at(at)));
+                                return Err(err(Violation::new(ViolationKind::FreeRuns(
+                                    "adjacent free runs not coalesced",
+                                ))
+                                .at(at)));
                             }
                             if len == 0 || p + len > CHUNK_PAGES {
-                                return Err(err(Violation::new(ViolationKind::FreeRuns("bad free run length")).at(at)));
+                                return Err(err(Violation::new(ViolationKind::FreeRuns(
+                                    "bad free run length",
+                                ))
+                                .at(at)));
                             }
                             let last = &*ChunkHeader::entry(c, p + len - 1);
                             if last.kind() != FREE || last.len() != len {
-                                return Err(err(Violation::new(ViolationKind::FreeRuns("free run ends disagree")).at(at)));
+                                return Err(err(Violation::new(ViolationKind::FreeRuns(
+                                    "free run ends disagree",
+                                ))
+                                .at(at)));
                             }
                             for i in 0..len {
                                 let pe = &*ChunkHeader::entry(c, p + i);
                                 if pe.kind() != FREE {
-                                    return Err(err(Violation::new(ViolationKind::FreeRuns("non-free page inside free run")).at(at)));
+                                    return Err(err(Violation::new(ViolationKind::FreeRuns(
+                                        "non-free page inside free run",
+                                    ))
+                                    .at(at)));
                                 }
                                 dirty += usize::from(pe.dirty());
                             }
                             if !self.in_list(ChunkHeader::entry(c, p), len) {
-                                return Err(err(Violation::new(ViolationKind::FreeRuns("free run missing from its list")).at(at)));
+                                return Err(err(Violation::new(ViolationKind::FreeRuns(
+                                    "free run missing from its list",
+                                ))
+                                .at(at)));
                             }
                             free_runs += 1;
                             prev_free = true;
@@ -643,18 +751,26 @@ impl<C: Config> ArenaInner<C> {
                             prev_free = false;
                             let idx = e.bin();
                             if idx >= NBINS || e.run_offset() != 0 {
-                                return Err(err(Violation::new(ViolationKind::PageMap("small run does not start at its first page")).at(at)));
+                                return Err(err(Violation::new(ViolationKind::PageMap(
+                                    "small run does not start at its first page",
+                                ))
+                                .at(at)));
                             }
                             let info = bin(idx);
                             let pages = info.run_pages as usize;
                             for i in 1..pages {
                                 let pe = &*ChunkHeader::entry(c, p + i);
                                 if pe.kind() != SMALL || pe.bin() != idx || pe.run_offset() != i {
-                                    return Err(err(Violation::new(ViolationKind::PageMap("small run page entries inconsistent")).at(at).in_bin(idx)));
+                                    return Err(err(Violation::new(ViolationKind::PageMap(
+                                        "small run page entries inconsistent",
+                                    ))
+                                    .at(at)
+                                    .in_bin(idx)));
                                 }
                             }
                             let run = Run(RunHeader::at(at, idx));
-                            self.check_run(run, idx).map_err(|v| err(v.in_bin(idx).at(run.0.as_ptr() as usize)))?;
+                            self.check_run(run, idx)
+                                .map_err(|v| err(v.in_bin(idx).at(run.0.as_ptr() as usize)))?;
                             let free = run.free();
                             let cap = info.capacity as usize;
                             runs[idx] += 1;
@@ -669,20 +785,31 @@ impl<C: Config> ArenaInner<C> {
                         LARGE => {
                             prev_free = false;
                             if e.bits & HEAD == 0 || e.len() == 0 || p + e.len() > CHUNK_PAGES {
-                                return Err(err(Violation::new(ViolationKind::PageMap("large allocation without a valid head page")).at(at)));
+                                return Err(err(Violation::new(ViolationKind::PageMap(
+                                    "large allocation without a valid head page",
+                                ))
+                                .at(at)));
                             }
                             let len = e.len();
                             for i in 1..len {
                                 let pe = &*ChunkHeader::entry(c, p + i);
                                 if pe.kind() != LARGE || pe.bits & HEAD != 0 {
-                                    return Err(err(Violation::new(ViolationKind::PageMap("large allocation pages inconsistent")).at(at)));
+                                    return Err(err(Violation::new(ViolationKind::PageMap(
+                                        "large allocation pages inconsistent",
+                                    ))
+                                    .at(at)));
                                 }
                             }
                             large_bytes += len * PAGE;
                             active += len;
                             p += len;
                         }
-                        _ => return Err(err(Violation::new(ViolationKind::PageMap("META page outside the header")).at(at))),
+                        _ => {
+                            return Err(err(Violation::new(ViolationKind::PageMap(
+                                "META page outside the header",
+                            ))
+                            .at(at)))
+                        }
                     }
                 }
                 c = (*c).next;
@@ -693,15 +820,19 @@ impl<C: Config> ArenaInner<C> {
         for len in 1..=CHUNK_USABLE_PAGES {
             let mut e = self.avail.heads[len];
             let bit = self.avail.nonempty[len / 64] >> (len % 64) & 1 == 1;
-            if bit != !e.is_null() {
-                return Err(err(Violation::new(ViolationKind::FreeRuns("non-empty bitmap disagrees with list"))));
+            if bit == e.is_null() {
+                return Err(err(Violation::new(ViolationKind::FreeRuns(
+                    "non-empty bitmap disagrees with list",
+                ))));
             }
             while !e.is_null() {
                 listed += 1;
                 // SAFETY: list entries are live entries of our chunks.
                 unsafe {
                     if (*e).kind() != FREE || (*e).len() != len {
-                        return Err(err(Violation::new(ViolationKind::FreeRuns("listed entry is not a free run of that length"))));
+                        return Err(err(Violation::new(ViolationKind::FreeRuns(
+                            "listed entry is not a free run of that length",
+                        ))));
                     }
                     e = (*e).next;
                 }
@@ -713,16 +844,33 @@ impl<C: Config> ArenaInner<C> {
         chk(expect_eq("chunks", chunks, s.chunks))?;
         chk(expect_eq("dirty pages", dirty, s.dirty_pages))?;
         chk(expect_eq("active pages", active, s.active_pages))?;
-        chk(expect_eq("small allocated bytes", small_bytes, s.small_allocated))?;
-        chk(expect_eq("large allocated bytes", large_bytes, s.large_allocated))?;
+        chk(expect_eq(
+            "small allocated bytes",
+            small_bytes,
+            s.small_allocated,
+        ))?;
+        chk(expect_eq(
+            "large allocated bytes",
+            large_bytes,
+            s.large_allocated,
+        ))?;
         for idx in 0..NBINS {
             let b = &self.bins[idx];
             let inb = |r: Result<(), Violation>| r.map_err(|v| err(v.in_bin(idx)));
             inb(expect_eq("bin runs", runs[idx], b.stats.runs))?;
-            inb(expect_eq("bin non-full runs", nonfull[idx], b.stats.nonfull_runs))?;
+            inb(expect_eq(
+                "bin non-full runs",
+                nonfull[idx],
+                b.stats.nonfull_runs,
+            ))?;
             inb(expect_eq("bin live regions", live[idx], b.stats.live))?;
-            inb(expect_eq("bin allocations - frees", live[idx], (b.stats.allocations - b.stats.frees) as usize))?;
-            self.check_policy(idx, nonfull[idx]).map_err(|v| err(v.in_bin(idx)))?;
+            inb(expect_eq(
+                "bin allocations - frees",
+                live[idx],
+                (b.stats.allocations - b.stats.frees) as usize,
+            ))?;
+            self.check_policy(idx, nonfull[idx])
+                .map_err(|v| err(v.in_bin(idx)))?;
         }
         Ok(())
     }
@@ -750,7 +898,10 @@ impl<C: Config> ArenaInner<C> {
             let cap = bin(idx).capacity as usize;
             let (pop, free) = (run.bitmap_popcount(), run.free());
             if pop != free {
-                return Err(Violation::new(ViolationKind::BitmapCount { bitmap: pop, free }));
+                return Err(Violation::new(ViolationKind::BitmapCount {
+                    bitmap: pop,
+                    free,
+                }));
             }
             if !run.bitmap_shape_ok() {
                 return Err(Violation::new(ViolationKind::BitmapShape));
@@ -771,10 +922,16 @@ impl<C: Config> ArenaInner<C> {
         let mut count = 0usize;
         C::Reuse::for_each(policy, &mut |_| count += 1);
         if count == 0 {
-            return if nonfull == 0 { Ok(()) } else { Err(Violation::new(ViolationKind::NonFullRunUnknown)) };
+            return if nonfull == 0 {
+                Ok(())
+            } else {
+                Err(Violation::new(ViolationKind::NonFullRunUnknown))
+            };
         }
         let bytes = round_up(count * 8, PAGE).unwrap_or(PAGE);
-        let Some(scratch) = os::map(bytes) else { return Ok(()) };
+        let Some(scratch) = os::map(bytes) else {
+            return Ok(());
+        };
         let slice = scratch.as_ptr().cast::<usize>();
         let mut n = 0;
         let mut bad: Result<(), Violation> = Ok(());
@@ -833,5 +990,4 @@ impl<C: Config> ArenaInner<C> {
         }
         Ok(())
     }
-
 }

@@ -58,11 +58,19 @@ impl Base {
         self.with(|b| {
             let mut at = round_up(b.cursor, align)?;
             if b.cursor == 0 || at.checked_add(size)? > b.end {
-                let need = round_up(size.checked_add(core::mem::size_of::<BlockHeader>() + align)?, PAGE)?;
+                let need = round_up(
+                    size.checked_add(core::mem::size_of::<BlockHeader>() + align)?,
+                    PAGE,
+                )?;
                 let bytes = need.max(BLOCK);
                 let block = os::map(bytes)?.as_ptr().cast::<BlockHeader>();
                 // SAFETY: the fresh block starts with room for its header.
-                unsafe { block.write(BlockHeader { next: b.blocks, size: bytes }) };
+                unsafe {
+                    block.write(BlockHeader {
+                        next: b.blocks,
+                        size: bytes,
+                    })
+                };
                 b.blocks = block;
                 b.mapped += bytes;
                 b.cursor = block as usize + core::mem::size_of::<BlockHeader>();

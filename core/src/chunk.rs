@@ -171,7 +171,11 @@ impl ChunkHeader {
     pub unsafe fn entry(chunk: *mut ChunkHeader, page: usize) -> *mut PageEntry {
         debug_assert!(page < CHUNK_PAGES);
         // SAFETY: the caller guarantees the header is live and the index in bounds.
-        unsafe { ptr::addr_of_mut!((*chunk).pages).cast::<PageEntry>().add(page) }
+        unsafe {
+            ptr::addr_of_mut!((*chunk).pages)
+                .cast::<PageEntry>()
+                .add(page)
+        }
     }
 
     /// The chunk and page index of a page entry.
@@ -214,17 +218,33 @@ mod tests {
 
     #[test]
     fn entry_fields_round_trip() {
-        let e = PageEntry { bits: PageEntry::small_bits(44, 15), prev: ptr::null_mut(), next: ptr::null_mut() };
-        assert_eq!((e.kind(), e.bin(), e.run_offset(), e.dirty()), (SMALL, 44, 15, false));
-        let e = PageEntry { bits: PageEntry::free_bits(254, true), ..e };
+        let e = PageEntry {
+            bits: PageEntry::small_bits(44, 15),
+            prev: ptr::null_mut(),
+            next: ptr::null_mut(),
+        };
+        assert_eq!(
+            (e.kind(), e.bin(), e.run_offset(), e.dirty()),
+            (SMALL, 44, 15, false)
+        );
+        let e = PageEntry {
+            bits: PageEntry::free_bits(254, true),
+            ..e
+        };
         assert_eq!((e.kind(), e.len(), e.dirty()), (FREE, 254, true));
-        let e = PageEntry { bits: PageEntry::large_bits(7, true), ..e };
+        let e = PageEntry {
+            bits: PageEntry::large_bits(7, true),
+            ..e
+        };
         assert_eq!((e.kind(), e.len(), e.bits & HEAD != 0), (LARGE, 7, true));
     }
 
     #[test]
     fn locate_inverts_entry() {
-        let m = crate::os::map_aligned(CHUNK, CHUNK).unwrap().as_ptr().cast::<ChunkHeader>();
+        let m = crate::os::map_aligned(CHUNK, CHUNK)
+            .unwrap()
+            .as_ptr()
+            .cast::<ChunkHeader>();
         // SAFETY: fresh chunk mapping owned by this test.
         unsafe {
             ChunkHeader::init(m, ptr::null(), 3);
@@ -232,7 +252,10 @@ mod tests {
                 assert_eq!(ChunkHeader::locate(ChunkHeader::entry(m, p)), (m, p));
             }
             assert_eq!(ChunkHeader::page_index(m as usize + 5 * PAGE + 17), 5);
-            assert_eq!((*ChunkHeader::entry(m, 2)).len(), CHUNK_PAGES - CHUNK_HEADER_PAGES);
+            assert_eq!(
+                (*ChunkHeader::entry(m, 2)).len(),
+                CHUNK_PAGES - CHUNK_HEADER_PAGES
+            );
             crate::os::unmap(m.cast(), CHUNK);
         }
     }

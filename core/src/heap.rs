@@ -41,9 +41,18 @@ struct Shared<C: Config> {
 
 /// Where a live pointer lives.
 enum Live {
-    Small { usable: usize },
-    Large { chunk: *mut ChunkHeader, page: usize, pages: usize },
-    Huge { rec: usize, usable: usize },
+    Small {
+        usable: usize,
+    },
+    Large {
+        chunk: *mut ChunkHeader,
+        page: usize,
+        pages: usize,
+    },
+    Huge {
+        rec: usize,
+        usable: usize,
+    },
 }
 
 /// A memory allocator with run-reuse and arena-choice policies fixed by `C`.
@@ -121,7 +130,11 @@ impl<C: Config> Heap<C> {
             return Some(unsafe { &*p });
         }
         if os::kernel_page_size() != PAGE {
-            fatal(format_args!("the kernel's page size is {}, alloclab is built for {}", os::kernel_page_size(), PAGE));
+            fatal(format_args!(
+                "the kernel's page size is {}, alloclab is built for {}",
+                os::kernel_page_size(),
+                PAGE
+            ));
         }
         let bytes = round_up(core::mem::size_of::<Shared<C>>(), PAGE)?;
         let mem = os::map(bytes)?.cast::<Shared<C>>();
@@ -130,8 +143,11 @@ impl<C: Config> Heap<C> {
             unsafe { os::unmap(mem.as_ptr().cast(), bytes) };
             return None;
         };
-        let dirty_max =
-            if self.options.dirty_max_pages == usize::MAX { C::DIRTY_MAX_PAGES } else { self.options.dirty_max_pages };
+        let dirty_max = if self.options.dirty_max_pages == usize::MAX {
+            C::DIRTY_MAX_PAGES
+        } else {
+            self.options.dirty_max_pages
+        };
         // SAFETY: `mem` is a fresh mapping large enough for `Shared<C>`.
         unsafe {
             mem.as_ptr().write(Shared {
@@ -147,7 +163,9 @@ impl<C: Config> Heap<C> {
         }
         // SAFETY: just written; it does not move until the heap drops (which unregisters).
         let shared = unsafe { &*mem.as_ptr() };
-        shared.pool.register(mem.as_ptr() as *const (), thread_exit_trampoline::<C>);
+        shared
+            .pool
+            .register(mem.as_ptr() as *const (), thread_exit_trampoline::<C>);
         self.shared.store(mem.as_ptr(), Ordering::Release);
         Some(shared)
     }
@@ -176,7 +194,10 @@ impl<C: Config> Heap<C> {
         let _g = s.arena_lock.guard();
         let a = s.arenas[i].load(Ordering::Acquire);
         if a.is_null() {
-            let mem = s.base.alloc(core::mem::size_of::<Arena<C>>(), core::mem::align_of::<Arena<C>>())?;
+            let mem = s.base.alloc(
+                core::mem::size_of::<Arena<C>>(),
+                core::mem::align_of::<Arena<C>>(),
+            )?;
             let a = mem.as_ptr().cast::<Arena<C>>();
             // SAFETY: fresh metadata of the right size and alignment.
             unsafe { a.write(Arena::new(i, s.dirty_max)) };
@@ -209,14 +230,18 @@ impl<C: Config> Heap<C> {
         if !align.is_power_of_two() {
             return ptr::null_mut();
         }
-        let Some(s) = self.shared() else { return ptr::null_mut() };
+        let Some(s) = self.shared() else {
+            return ptr::null_mut();
+        };
         match classify(size, align) {
             Some(SizeClass::Small(idx)) => match self.choose_arena(s, size) {
                 Some(a) => a.with(|inner| inner.alloc_small(idx, zero, a, a.index(), &s.map)),
                 None => ptr::null_mut(),
             },
             Some(SizeClass::Large(pages)) => match self.choose_arena(s, size) {
-                Some(a) => a.with(|inner| inner.alloc_large(pages, align, zero, a, a.index(), &s.map)),
+                Some(a) => {
+                    a.with(|inner| inner.alloc_large(pages, align, zero, a, a.index(), &s.map))
+                }
                 None => ptr::null_mut(),
             },
             Some(SizeClass::Huge(bytes)) => s.huge.alloc(bytes, align, &s.base, &s.map),
@@ -261,7 +286,11 @@ impl<C: Config> Heap<C> {
                         // SAFETY: a SMALL entry of our chunk, under the lock.
                         SMALL => unsafe { ArenaInner::<C>::small_usable(chunk, page, e, addr) }
                             .map(|usable| Live::Small { usable }),
-                        LARGE => ArenaInner::<C>::large_pages(e, addr).map(|pages| Live::Large { chunk, page, pages }),
+                        LARGE => ArenaInner::<C>::large_pages(e, addr).map(|pages| Live::Large {
+                            chunk,
+                            page,
+                            pages,
+                        }),
                         _ => Err(FreeError::NotAllocated),
                     }
                 })
@@ -285,7 +314,8 @@ impl<C: Config> Heap<C> {
     /// Whether `ptr` lies in memory this heap manages (a chunk or huge mapping); looks only at
     /// the page map, never at the memory.
     pub fn owns(&self, ptr: *const u8) -> bool {
-        self.shared_if_init().is_some_and(|s| s.map.lookup(ptr as usize) != Owner::None)
+        self.shared_if_init()
+            .is_some_and(|s| s.map.lookup(ptr as usize) != Owner::None)
     }
 
     /// The index of the arena that owns the small or large allocation at `ptr`.
@@ -369,7 +399,13 @@ impl<C: Config> Heap<C> {
     /// # Safety
     /// `ptr` is a live allocation of this heap (or null: then this allocates), not used
     /// afterwards unless null is returned.
-    pub unsafe fn reallocate(&self, ptr: *mut u8, new_size: usize, align: usize, copy_limit: usize) -> *mut u8 {
+    pub unsafe fn reallocate(
+        &self,
+        ptr: *mut u8,
+        new_size: usize,
+        align: usize,
+        copy_limit: usize,
+    ) -> *mut u8 {
         if ptr.is_null() {
             return self.allocate(new_size, align, false);
         }
@@ -380,11 +416,17 @@ impl<C: Config> Heap<C> {
             Ok(l) => l,
             Err(e) => fatal(format_args!("realloc({:#x}): {}", ptr as usize, e)),
         };
-        let Some(new_class) = classify(new_size, align) else { return ptr::null_mut() };
-        let Some(s) = self.shared_if_init() else { return ptr::null_mut() };
+        let Some(new_class) = classify(new_size, align) else {
+            return ptr::null_mut();
+        };
+        let Some(s) = self.shared_if_init() else {
+            return ptr::null_mut();
+        };
         let usable = match live {
             Live::Small { usable } => {
-                if crate::size_class::usable(new_class) == usable && matches!(new_class, SizeClass::Small(_)) {
+                if crate::size_class::usable(new_class) == usable
+                    && matches!(new_class, SizeClass::Small(_))
+                {
                     return ptr;
                 }
                 usable
@@ -395,7 +437,9 @@ impl<C: Config> Heap<C> {
                         // SAFETY: `live` validated the allocation; its arena is the chunk's.
                         let arena = unsafe { &*((*chunk).arena as *const Arena<C>) };
                         // SAFETY: a live large allocation of that arena, under its lock.
-                        if arena.with(|inner| unsafe { inner.resize_large(chunk, page, pages, new_pages) }) {
+                        if arena.with(|inner| unsafe {
+                            inner.resize_large(chunk, page, pages, new_pages)
+                        }) {
                             return ptr;
                         }
                     }
@@ -446,7 +490,13 @@ impl<C: Config> Heap<C> {
     }
 
     /// Statistics of one arena, if it exists.
-    pub fn arena_stats(&self, index: usize) -> Option<(ArenaStats, [crate::stats::BinStats; crate::size_class::NBINS])> {
+    pub fn arena_stats(
+        &self,
+        index: usize,
+    ) -> Option<(
+        ArenaStats,
+        [crate::stats::BinStats; crate::size_class::NBINS],
+    )> {
         let s = self.shared_if_init()?;
         let a = s.arenas.get(index)?.load(Ordering::Acquire);
         if a.is_null() {
@@ -466,7 +516,9 @@ impl<C: Config> Heap<C> {
     /// A snapshot of the heap's statistics (each arena is read under its own lock, in turn).
     pub fn stats(&self) -> Stats {
         let mut st = Stats::default();
-        let Some(s) = self.shared_if_init() else { return st };
+        let Some(s) = self.shared_if_init() else {
+            return st;
+        };
         self.for_each_arena(|a| {
             st.arenas += 1;
             a.with(|inner| {
@@ -502,7 +554,9 @@ impl<C: Config> Heap<C> {
     /// invariant: policy knowledge of non-full runs (each exactly once, no full or empty run),
     /// bitmap counts, page-map consistency, free-run coalescing and lists, and statistics.
     pub fn check_invariants(&self) -> Result<(), Violation> {
-        let Some(s) = self.shared_if_init() else { return Ok(()) };
+        let Some(s) = self.shared_if_init() else {
+            return Ok(());
+        };
         let mut result = Ok(());
         self.for_each_arena(|a| {
             if result.is_ok() {
@@ -521,9 +575,16 @@ impl<C: Config> Heap<C> {
         let mut prev_end = 0usize;
         let mut prev = 0usize;
         for &(p, size) in live.iter() {
-            let usable = self.usable_size(p as *const u8).map_err(|e| Violation::new(ViolationKind::NotLive(e)).at(p))?;
+            let usable = self
+                .usable_size(p as *const u8)
+                .map_err(|e| Violation::new(ViolationKind::NotLive(e)).at(p))?;
             if usable < size {
-                return Err(Violation::new(ViolationKind::Stats { what: "usable size", expected: size, actual: usable }).at(p));
+                return Err(Violation::new(ViolationKind::Stats {
+                    what: "usable size",
+                    expected: size,
+                    actual: usable,
+                })
+                .at(p));
             }
             if p < prev_end {
                 return Err(Violation::new(ViolationKind::Overlap { other: prev }).at(p));
@@ -618,7 +679,10 @@ impl<C: Config> Drop for Heap<C> {
             }
             s.huge.release_all(&s.map);
             ptr::drop_in_place(p);
-            os::unmap(p.cast(), round_up(core::mem::size_of::<Shared<C>>(), PAGE).unwrap_or(PAGE));
+            os::unmap(
+                p.cast(),
+                round_up(core::mem::size_of::<Shared<C>>(), PAGE).unwrap_or(PAGE),
+            );
         }
     }
 }

@@ -82,7 +82,9 @@ impl Huge {
     /// Maps `bytes` (a page multiple) aligned to `align`; null if the OS refuses.
     pub fn alloc(&self, bytes: usize, align: usize, base: &Base, map: &PageMap) -> *mut u8 {
         let align = align.max(CHUNK);
-        let Some(mem) = os::map_aligned(bytes, align) else { return ptr::null_mut() };
+        let Some(mem) = os::map_aligned(bytes, align) else {
+            return ptr::null_mut();
+        };
         let addr = mem.as_ptr() as usize;
         let rec = self.with(|h| {
             let r = h.spare;
@@ -105,7 +107,15 @@ impl Huge {
             rec
         };
         // SAFETY: the record is ours until linked below.
-        unsafe { rec.write(HugeRecord { addr, size: bytes, align, prev: ptr::null_mut(), next: ptr::null_mut() }) };
+        unsafe {
+            rec.write(HugeRecord {
+                addr,
+                size: bytes,
+                align,
+                prev: ptr::null_mut(),
+                next: ptr::null_mut(),
+            })
+        };
         if !map.set(addr, bytes, rec as usize | TAG_HUGE) {
             map.clear(addr, bytes);
             // SAFETY: never handed out.
@@ -233,10 +243,14 @@ impl Huge {
             unsafe { os::unmap((addr + old) as *mut u8, bytes - old) };
             return ptr::null_mut();
         }
-        let Some(dest) = os::map_aligned(bytes, align) else { return ptr::null_mut() };
+        let Some(dest) = os::map_aligned(bytes, align) else {
+            return ptr::null_mut();
+        };
         let dest = dest.as_ptr() as usize;
-        // SAFETY: both ranges are ours; the reservation at `dest` is replaced by the pages.
-        if !map.set(dest, bytes, tag) || !unsafe { os::remap_to(addr as *mut u8, old, dest as *mut u8, bytes) } {
+        let moved = map.set(dest, bytes, tag)
+            // SAFETY: both ranges are ours; the reservation at `dest` is replaced by the pages.
+            && unsafe { os::remap_to(addr as *mut u8, old, dest as *mut u8, bytes) };
+        if !moved {
             map.clear(dest, bytes);
             // SAFETY: the reservation was never handed out.
             unsafe { os::unmap(dest as *mut u8, bytes) };
@@ -249,7 +263,12 @@ impl Huge {
     }
 
     pub fn stats(&self) -> HugeStats {
-        self.with(|h| HugeStats { live: h.live, allocated: h.allocated, allocations: h.allocations, frees: h.frees })
+        self.with(|h| HugeStats {
+            live: h.live,
+            allocated: h.allocated,
+            allocations: h.allocations,
+            frees: h.frees,
+        })
     }
 
     /// Every live record is found by the page map for each chunk it covers; counters add up.
@@ -263,12 +282,17 @@ impl Huge {
                 let mut a = addr;
                 while a < addr + size {
                     if map.lookup(a) != Owner::Huge(r as usize) {
-                        return Err(Violation::new(ViolationKind::Huge("page map does not point to the record")).at(addr));
+                        return Err(Violation::new(ViolationKind::Huge(
+                            "page map does not point to the record",
+                        ))
+                        .at(addr));
                     }
                     a += CHUNK;
                 }
                 if addr % CHUNK != 0 {
-                    return Err(Violation::new(ViolationKind::Huge("mapping not chunk-aligned")).at(addr));
+                    return Err(
+                        Violation::new(ViolationKind::Huge("mapping not chunk-aligned")).at(addr),
+                    );
                 }
                 n += 1;
                 bytes += size;
@@ -276,7 +300,11 @@ impl Huge {
             }
             expect_eq("huge live", n, h.live)?;
             expect_eq("huge allocated bytes", bytes, h.allocated)?;
-            expect_eq("huge allocations - frees", n, (h.allocations - h.frees) as usize)
+            expect_eq(
+                "huge allocations - frees",
+                n,
+                (h.allocations - h.frees) as usize,
+            )
         })
     }
 

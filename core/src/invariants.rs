@@ -82,21 +82,42 @@ impl fmt::Display for Violation {
         match self.kind {
             ViolationKind::RunHeaderCorrupt => write!(f, "run header overwritten (bad magic)"),
             ViolationKind::BitmapCount { bitmap, free } => {
-                write!(f, "bitmap has {bitmap} free regions but the free count says {free}")
+                write!(
+                    f,
+                    "bitmap has {bitmap} free regions but the free count says {free}"
+                )
             }
-            ViolationKind::BitmapShape => write!(f, "bitmap has bits past the capacity or below the hint"),
+            ViolationKind::BitmapShape => {
+                write!(f, "bitmap has bits past the capacity or below the hint")
+            }
             ViolationKind::EmptyRunKept => write!(f, "entirely free run kept in the bin"),
-            ViolationKind::NonFullRunUnknown => write!(f, "non-full run unknown to the run-reuse policy"),
-            ViolationKind::RunKnownTwice => write!(f, "run known to the run-reuse policy more than once"),
-            ViolationKind::FullRunKnown => write!(f, "full run still known to the run-reuse policy"),
+            ViolationKind::NonFullRunUnknown => {
+                write!(f, "non-full run unknown to the run-reuse policy")
+            }
+            ViolationKind::RunKnownTwice => {
+                write!(f, "run known to the run-reuse policy more than once")
+            }
+            ViolationKind::FullRunKnown => {
+                write!(f, "full run still known to the run-reuse policy")
+            }
             ViolationKind::ForeignRunKnown => {
-                write!(f, "run-reuse policy knows a run that is not a live run of this bin")
+                write!(
+                    f,
+                    "run-reuse policy knows a run that is not a live run of this bin"
+                )
             }
             ViolationKind::Policy(s) => write!(f, "run-reuse policy: {s}"),
             ViolationKind::PageMap(s) => write!(f, "page map: {s}"),
             ViolationKind::FreeRuns(s) => write!(f, "free page runs: {s}"),
-            ViolationKind::Stats { what, expected, actual } => {
-                write!(f, "statistic {what} is {actual} but the structures say {expected}")
+            ViolationKind::Stats {
+                what,
+                expected,
+                actual,
+            } => {
+                write!(
+                    f,
+                    "statistic {what} is {actual} but the structures say {expected}"
+                )
             }
             ViolationKind::Huge(s) => write!(f, "huge allocation: {s}"),
             ViolationKind::NotLive(e) => write!(f, "live allocation check failed: {e}"),
@@ -109,7 +130,12 @@ impl std::error::Error for Violation {}
 
 impl Violation {
     pub(crate) fn new(kind: ViolationKind) -> Self {
-        Violation { arena: None, bin: None, addr: 0, kind }
+        Violation {
+            arena: None,
+            bin: None,
+            addr: 0,
+            kind,
+        }
     }
     pub(crate) fn at(mut self, addr: usize) -> Self {
         self.addr = addr;
@@ -126,10 +152,18 @@ impl Violation {
 }
 
 /// Shorthand for a statistics mismatch.
-pub(crate) fn expect_eq(what: &'static str, expected: usize, actual: usize) -> Result<(), Violation> {
+pub(crate) fn expect_eq(
+    what: &'static str,
+    expected: usize,
+    actual: usize,
+) -> Result<(), Violation> {
     if expected == actual {
         Ok(())
     } else {
-        Err(Violation::new(ViolationKind::Stats { what, expected, actual }))
+        Err(Violation::new(ViolationKind::Stats {
+            what,
+            expected,
+            actual,
+        }))
     }
 }

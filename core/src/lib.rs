@@ -39,9 +39,9 @@
 
 pub mod sync;
 
+pub mod lock;
 pub mod os;
 pub mod report;
-pub mod lock;
 
 pub mod size_class;
 
@@ -54,8 +54,8 @@ pub mod policy;
 mod thread;
 
 mod arena;
-mod huge;
 mod heap;
+mod huge;
 
 mod error;
 pub mod invariants;

@@ -28,7 +28,11 @@ impl RawLock {
     /// Takes the lock, sleeping while another thread holds it.
     #[inline]
     pub fn lock(&self) {
-        if self.state.compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        if self
+            .state
+            .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
             self.lock_contended();
         }
     }
@@ -36,7 +40,9 @@ impl RawLock {
     /// Takes the lock if it is free.
     #[inline]
     pub fn try_lock(&self) -> bool {
-        self.state.compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        self.state
+            .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
     }
 
     #[cold]
@@ -44,7 +50,10 @@ impl RawLock {
         // Short critical sections are the rule here: spin briefly before sleeping.
         for _ in 0..64 {
             if self.state.load(Ordering::Relaxed) == FREE
-                && self.state.compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                && self
+                    .state
+                    .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
             {
                 return;
             }
@@ -120,7 +129,10 @@ mod tests {
         }
         // SAFETY: `counter` is only touched with `lock` held.
         unsafe impl Sync for Shared {}
-        let s = Arc::new(Shared { lock: RawLock::new(), counter: core::cell::UnsafeCell::new(0) });
+        let s = Arc::new(Shared {
+            lock: RawLock::new(),
+            counter: core::cell::UnsafeCell::new(0),
+        });
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 let s = s.clone();

@@ -192,6 +192,11 @@ pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32) {
 pub fn futex_wake(word: &core::sync::atomic::AtomicU32) {
     // SAFETY: FUTEX_WAKE only uses the address as a key.
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        );
     }
 }

@@ -95,7 +95,9 @@ impl PageMap {
     /// Who owns `addr`, if this heap does.
     #[inline(always)]
     pub fn lookup(&self, addr: usize) -> Owner {
-        let Some((r, l)) = Self::split(addr) else { return Owner::None };
+        let Some((r, l)) = Self::split(addr) else {
+            return Owner::None;
+        };
         let leaf = self.slot(r).load(Ordering::Acquire);
         if leaf.is_null() {
             return Owner::None;
@@ -117,7 +119,12 @@ impl PageMap {
             return Some(unsafe { &*cur });
         }
         let fresh = os::map(core::mem::size_of::<Leaf>())?.cast::<Leaf>();
-        match slot.compare_exchange(ptr::null_mut(), fresh.as_ptr(), Ordering::AcqRel, Ordering::Acquire) {
+        match slot.compare_exchange(
+            ptr::null_mut(),
+            fresh.as_ptr(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
             // SAFETY: we just published it.
             Ok(_) => Some(unsafe { &*fresh.as_ptr() }),
             Err(other) => {
@@ -142,8 +149,12 @@ impl PageMap {
         debug_assert_eq!(addr % CHUNK, 0);
         let mut a = addr;
         while a < addr + len {
-            let Some((r, l)) = Self::split(a) else { return false };
-            let Some(leaf) = self.leaf_for(r) else { return false };
+            let Some((r, l)) = Self::split(a) else {
+                return false;
+            };
+            let Some(leaf) = self.leaf_for(r) else {
+                return false;
+            };
             leaf.entries[l].store(value, Ordering::Release);
             a += CHUNK;
         }
@@ -176,7 +187,12 @@ impl Drop for PageMap {
             }
         }
         // SAFETY: mapped in `create` with this size.
-        unsafe { os::unmap(self.root.as_ptr().cast(), ROOT_LEN * core::mem::size_of::<AtomicPtr<Leaf>>()) };
+        unsafe {
+            os::unmap(
+                self.root.as_ptr().cast(),
+                ROOT_LEN * core::mem::size_of::<AtomicPtr<Leaf>>(),
+            )
+        };
     }
 }
 

@@ -104,7 +104,10 @@ pub struct Options {
 
 impl Options {
     /// Every option at its default.
-    pub const DEFAULT: Options = Options { narenas: 0, dirty_max_pages: usize::MAX };
+    pub const DEFAULT: Options = Options {
+        narenas: 0,
+        dirty_max_pages: usize::MAX,
+    };
 }
 
 impl Default for Options {

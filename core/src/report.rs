@@ -12,7 +12,10 @@ pub struct StderrWriter {
 impl StderrWriter {
     /// An empty writer.
     pub const fn new() -> Self {
-        StderrWriter { buf: [0; 512], len: 0 }
+        StderrWriter {
+            buf: [0; 512],
+            len: 0,
+        }
     }
 
     /// Writes out what is buffered.

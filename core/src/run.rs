@@ -165,7 +165,9 @@ impl Run {
         unsafe {
             let words = RunHeader::bitmap_ptr(self.0);
             let info = self.info();
-            (0..info.bitmap_words as usize).map(|w| (*words.add(w)).count_ones() as usize).sum()
+            (0..info.bitmap_words as usize)
+                .map(|w| (*words.add(w)).count_ones() as usize)
+                .sum()
         }
     }
 
@@ -231,7 +233,10 @@ impl<L> RunRef<L> {
     pub(crate) fn new(header: NonNull<RunHeader>) -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::FITS;
-        RunRef { header, _links: PhantomData }
+        RunRef {
+            header,
+            _links: PhantomData,
+        }
     }
 
     pub(crate) fn run(self) -> Run {

@@ -121,10 +121,10 @@ pub const fn small_index(size: usize) -> usize {
         if size == 0 {
             0
         } else {
-            (size + QUANTUM - 1) / QUANTUM - 1
+            size.div_ceil(QUANTUM) - 1
         }
     } else {
-        QUANTUM_MAX / QUANTUM + (size + WIDE_STEP - 1) / WIDE_STEP - 2
+        QUANTUM_MAX / QUANTUM + size.div_ceil(WIDE_STEP) - 2
     }
 }
 
@@ -146,9 +146,7 @@ const fn bin_info(index: usize) -> BinInfo {
         }
         let waste = run - cap * size;
         // Compare waste as a fraction of the run: waste/run < best_waste/best_run.
-        if cap > 0
-            && (best_pages == 0 || waste * (best_pages * PAGE) < best_waste * run)
-        {
+        if cap > 0 && (best_pages == 0 || waste * (best_pages * PAGE) < best_waste * run) {
             best_pages = pages;
             best_cap = cap;
             best_waste = waste;
@@ -171,8 +169,14 @@ const fn bin_info(index: usize) -> BinInfo {
 }
 
 const fn bin_table() -> [BinInfo; NBINS] {
-    let mut t = [BinInfo { size: 0, run_pages: 0, capacity: 0, header_offset: 0, bitmap_words: 0, reciprocal: 0 };
-        NBINS];
+    let mut t = [BinInfo {
+        size: 0,
+        run_pages: 0,
+        capacity: 0,
+        header_offset: 0,
+        bitmap_words: 0,
+        reciprocal: 0,
+    }; NBINS];
     let mut i = 0;
     while i < NBINS {
         t[i] = bin_info(i);
@@ -274,15 +278,27 @@ mod tests {
         for (i, b) in BINS.iter().enumerate() {
             let end = b.capacity as usize * b.size as usize;
             assert!(b.capacity >= 1, "class {i}");
-            assert!(b.header_offset as usize >= end, "header overlaps regions in class {i}");
+            assert!(
+                b.header_offset as usize >= end,
+                "header overlaps regions in class {i}"
+            );
             assert_eq!(b.header_offset % 8, 0);
             let hdr = RUN_HEADER_FIXED + 8 * b.bitmap_words as usize;
-            assert!(b.header_offset as usize + hdr <= b.run_size(), "header past run in class {i}");
+            assert!(
+                b.header_offset as usize + hdr <= b.run_size(),
+                "header past run in class {i}"
+            );
             assert!(b.bitmap_words as usize * 64 >= b.capacity as usize);
             assert!(b.run_pages as usize <= MAX_RUN_PAGES);
             // Every class but the power-of-two ones reaches the 1/64 target; those are
             // bounded by the run length limit, and stay within 2/64.
-            assert!(b.overhead() * 32 <= b.run_size(), "class {} wastes {} of {}", b.size, b.overhead(), b.run_size());
+            assert!(
+                b.overhead() * 32 <= b.run_size(),
+                "class {} wastes {} of {}",
+                b.size,
+                b.overhead(),
+                b.run_size()
+            );
         }
     }
 
@@ -307,8 +323,14 @@ mod tests {
         assert_eq!(classify(1, 2048), Some(SizeClass::Small(small_index(2048))));
         assert_eq!(classify(100, 4096), Some(SizeClass::Large(1)));
         assert_eq!(classify(SMALL_MAX + 1, 8), Some(SizeClass::Large(1)));
-        assert_eq!(classify(LARGE_MAX, 8), Some(SizeClass::Large(CHUNK_USABLE_PAGES)));
-        assert_eq!(classify(LARGE_MAX + 1, 8), Some(SizeClass::Huge(LARGE_MAX + PAGE)));
+        assert_eq!(
+            classify(LARGE_MAX, 8),
+            Some(SizeClass::Large(CHUNK_USABLE_PAGES))
+        );
+        assert_eq!(
+            classify(LARGE_MAX + 1, 8),
+            Some(SizeClass::Huge(LARGE_MAX + PAGE))
+        );
         assert_eq!(classify(10, CHUNK), Some(SizeClass::Huge(PAGE)));
         assert_eq!(classify(usize::MAX, 8), None);
         assert_eq!(classify(isize::MAX as usize, 4096), None);

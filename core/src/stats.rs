@@ -152,12 +152,24 @@ impl Stats {
     /// allocator (with a writer that does not allocate, such as `report::StderrWriter`).
     pub fn write_report(&self, w: &mut dyn Write, title: &str) -> fmt::Result {
         writeln!(w, "___ alloclab statistics: {title} ___")?;
-        writeln!(w, "allocated: {:>14}   active:   {:>14}   mapped: {:>14}", self.allocated, self.active, self.mapped)?;
-        writeln!(w, "resident:  {:>14}   metadata: {:>14}   dirty:  {:>14}", self.resident, self.metadata, self.dirty)?;
+        writeln!(
+            w,
+            "allocated: {:>14}   active:   {:>14}   mapped: {:>14}",
+            self.allocated, self.active, self.mapped
+        )?;
+        writeln!(
+            w,
+            "resident:  {:>14}   metadata: {:>14}   dirty:  {:>14}",
+            self.resident, self.metadata, self.dirty
+        )?;
         writeln!(
             w,
             "arenas: {} created, {} used; chunks: {}; purges: {} ({} pages)",
-            self.arenas, self.arenas_used, self.arena.chunks, self.arena.purges, self.arena.purged_pages
+            self.arenas,
+            self.arenas_used,
+            self.arena.chunks,
+            self.arena.purges,
+            self.arena.purged_pages
         )?;
         writeln!(
             w,
@@ -170,7 +182,11 @@ impl Stats {
             self.huge_allocations,
             self.huge_frees
         )?;
-        writeln!(w, "{:>6} {:>8} {:>8} {:>10} {:>12} {:>12}", "bin", "runs", "nonfull", "live", "allocations", "frees")?;
+        writeln!(
+            w,
+            "{:>6} {:>8} {:>8} {:>10} {:>12} {:>12}",
+            "bin", "runs", "nonfull", "live", "allocations", "frees"
+        )?;
         for (i, b) in self.bins.iter().enumerate() {
             if b.allocations == 0 {
                 continue;

@@ -88,7 +88,11 @@ pub(crate) struct ThreadState {
 
 impl ThreadState {
     const fn new() -> Self {
-        ThreadState { bindings: Cell::new(ptr::null_mut()), hooked: Cell::new(false), exiting: Cell::new(false) }
+        ThreadState {
+            bindings: Cell::new(ptr::null_mut()),
+            hooked: Cell::new(false),
+            exiting: Cell::new(false),
+        }
     }
 }
 
@@ -198,8 +202,18 @@ impl ArenaPool {
             narenas: options.narenas,
             ncpus: os::ncpus(),
             lock: RawLock::new(),
-            inner: UnsafeCell::new(PoolInner { free: [0; MAX_ARENAS], nfree: 0, next_unused: 1, leased: 0 }),
-            live: UnsafeCell::new(LiveHeap { heap_id: 0, owner: ptr::null(), exit: noop_exit, next: ptr::null_mut() }),
+            inner: UnsafeCell::new(PoolInner {
+                free: [0; MAX_ARENAS],
+                nfree: 0,
+                next_unused: 1,
+                leased: 0,
+            }),
+            live: UnsafeCell::new(LiveHeap {
+                heap_id: 0,
+                owner: ptr::null(),
+                exit: noop_exit,
+                next: ptr::null_mut(),
+            }),
         }
     }
 
@@ -209,7 +223,12 @@ impl ArenaPool {
             self.live.with_mut(|l| {
                 // SAFETY: `live` is only touched under the registry lock, which we hold.
                 unsafe {
-                    *l = LiveHeap { heap_id: self.heap_id, owner, exit, next: reg.live };
+                    *l = LiveHeap {
+                        heap_id: self.heap_id,
+                        owner,
+                        exit,
+                        next: reg.live,
+                    };
                 }
                 reg.live = l;
             })
@@ -292,6 +311,7 @@ impl<'a> ArenaCtx<'a> {
             let head = t.bindings.get();
             // SAFETY: the nodes on a thread's list belong to that thread.
             if !head.is_null() && unsafe { (*head).heap_id } == id {
+                // SAFETY: as above.
                 return Some(unsafe { (*head).value });
             }
             Self::find_binding(t, id)
@@ -346,7 +366,13 @@ impl<'a> ArenaCtx<'a> {
                 return false;
             }
             // SAFETY: the node was just taken off the free list and now belongs to this thread.
-            unsafe { node.write(Binding { heap_id: id, value, next: t.bindings.get() }) };
+            unsafe {
+                node.write(Binding {
+                    heap_id: id,
+                    value,
+                    next: t.bindings.get(),
+                })
+            };
             t.bindings.set(node);
             arm_exit_hook(t);
             true
@@ -376,12 +402,20 @@ impl<'a> ArenaCtx<'a> {
     }
 
     fn refill(reg: &mut RegistryInner) {
-        let Some(page) = os::map(os::PAGE) else { return };
+        let Some(page) = os::map(os::PAGE) else {
+            return;
+        };
         let n = os::PAGE / core::mem::size_of::<Binding>();
         let base = page.as_ptr().cast::<Binding>();
         for i in 0..n {
             // SAFETY: `i < n` nodes fit in the fresh page, which the registry now owns forever.
-            unsafe { base.add(i).write(Binding { heap_id: 0, value: 0, next: reg.free_nodes }) };
+            unsafe {
+                base.add(i).write(Binding {
+                    heap_id: 0,
+                    value: 0,
+                    next: reg.free_nodes,
+                })
+            };
             // SAFETY: as above.
             reg.free_nodes = unsafe { base.add(i) };
         }
@@ -418,7 +452,11 @@ impl<'a> ArenaCtx<'a> {
 
     /// The `narenas` option, or `default` when it is 0.
     pub fn narenas_or(&self, default: usize) -> usize {
-        let n = if self.pool.narenas == 0 { default } else { self.pool.narenas };
+        let n = if self.pool.narenas == 0 {
+            default
+        } else {
+            self.pool.narenas
+        };
         n.clamp(1, MAX_ARENAS)
     }
 

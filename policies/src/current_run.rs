@@ -21,7 +21,10 @@ pub struct CurrentBin<L, B> {
 
 impl<L, B: Default> Default for CurrentBin<L, B> {
     fn default() -> Self {
-        CurrentBin { current: None, inner: B::default() }
+        CurrentBin {
+            current: None,
+            inner: B::default(),
+        }
     }
 }
 

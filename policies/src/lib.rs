@@ -20,8 +20,8 @@
 
 mod addr_ordered;
 mod current_run;
-mod list;
 mod lifo;
+mod list;
 mod mrf;
 
 mod hashed;
@@ -32,7 +32,7 @@ mod thread_local;
 
 pub mod configs;
 
-pub use addr_ordered::{AddrOrdered, TreeLinks, Treap};
+pub use addr_ordered::{AddrOrdered, Treap, TreeLinks};
 pub use current_run::{CurrentBin, CurrentRun};
 pub use hashed::Hashed;
 pub use lifo::Lifo;

@@ -15,7 +15,11 @@ pub struct ThreadLocal<const SHARED_ABOVE: usize = { usize::MAX }>;
 
 impl<const SHARED_ABOVE: usize> ArenaChoice for ThreadLocal<SHARED_ABOVE> {
     type State = ();
-    const NAME: &'static str = if SHARED_ABOVE == usize::MAX { "thread" } else { "thread-small" };
+    const NAME: &'static str = if SHARED_ABOVE == usize::MAX {
+        "thread"
+    } else {
+        "thread-small"
+    };
 
     fn init(_: &Options) {}
 

@@ -24,10 +24,20 @@ const SIZE: usize = 64;
 fn scenario<R: RunReuse>(n: usize) -> Vec<usize> {
     let heap = Heap::<Using<R, Single>>::new();
     let cap = bin(small_index(SIZE)).capacity as usize;
-    let runs: Vec<Vec<*mut u8>> = (0..3).map(|_| (0..cap).map(|_| heap.malloc(SIZE)).collect()).collect();
-    let span = |r: &Vec<*mut u8>| (*r.iter().min().unwrap() as usize, *r.iter().max().unwrap() as usize + SIZE);
+    let runs: Vec<Vec<*mut u8>> = (0..3)
+        .map(|_| (0..cap).map(|_| heap.malloc(SIZE)).collect())
+        .collect();
+    let span = |r: &Vec<*mut u8>| {
+        (
+            *r.iter().min().unwrap() as usize,
+            *r.iter().max().unwrap() as usize + SIZE,
+        )
+    };
     let spans: Vec<_> = runs.iter().map(span).collect();
-    assert!(spans[0].1 <= spans[1].0 && spans[1].1 <= spans[2].0, "runs not in address order: {spans:x?}");
+    assert!(
+        spans[0].1 <= spans[1].0 && spans[1].1 <= spans[2].0,
+        "runs not in address order: {spans:x?}"
+    );
     // SAFETY: each pointer is a live allocation of `heap`, freed once.
     unsafe {
         heap.free(runs[1][3]);
@@ -36,7 +46,12 @@ fn scenario<R: RunReuse>(n: usize) -> Vec<usize> {
         heap.free(runs[1][9]);
     }
     heap.check_invariants().unwrap();
-    let which = |p: *mut u8| spans.iter().position(|&(a, b)| (a..b).contains(&(p as usize))).expect("a new run");
+    let which = |p: *mut u8| {
+        spans
+            .iter()
+            .position(|&(a, b)| (a..b).contains(&(p as usize)))
+            .expect("a new run")
+    };
     let picks = (0..n).map(|_| which(heap.malloc(SIZE))).collect();
     heap.check_invariants().unwrap();
     picks
@@ -78,6 +93,12 @@ fn current_run_with_addr_ordered_stays_lowest() {
 
 #[test]
 fn names_describe_the_composition() {
-    assert_eq!(name::<alloclab_policies::configs::MrfCurrent>(), "mrf-current (reuse: mrf+current-run, arenas: thread)");
-    assert_eq!(name::<Using<CurrentRun<AddrOrdered>, Single>>(), "custom (reuse: addr-ordered+current-run, arenas: single)");
+    assert_eq!(
+        name::<alloclab_policies::configs::MrfCurrent>(),
+        "mrf-current (reuse: mrf+current-run, arenas: thread)"
+    );
+    assert_eq!(
+        name::<Using<CurrentRun<AddrOrdered>, Single>>(),
+        "custom (reuse: addr-ordered+current-run, arenas: single)"
+    );
 }

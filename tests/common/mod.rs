@@ -60,6 +60,7 @@ pub fn sample_offsets(size: usize) -> impl Iterator<Item = usize> {
 /// `p` points to at least `size` writable bytes.
 pub unsafe fn fill(p: *mut u8, size: usize, tag: u64) {
     for off in sample_offsets(size) {
+        // SAFETY: `off < size` and the caller guarantees `size` writable bytes.
         unsafe { *p.add(off) = pattern(tag, off) };
     }
 }
@@ -69,6 +70,7 @@ pub unsafe fn fill(p: *mut u8, size: usize, tag: u64) {
 /// # Safety
 /// `p` points to at least `size` readable bytes.
 pub unsafe fn verify(p: *const u8, size: usize, tag: u64) {
+    // SAFETY: forwarded contract.
     unsafe { verify_prefix(p, size, size, tag) }
 }
 
@@ -79,8 +81,13 @@ pub unsafe fn verify(p: *const u8, size: usize, tag: u64) {
 /// `p` points to at least `len` readable bytes.
 pub unsafe fn verify_prefix(p: *const u8, size: usize, len: usize, tag: u64) {
     for off in sample_offsets(size).filter(|&o| o < len) {
+        // SAFETY: `off < len` and the caller guarantees `len` readable bytes.
         let got = unsafe { *p.add(off) };
-        assert_eq!(got, pattern(tag, off), "allocation {p:?} (size {size}, tag {tag}) corrupted at offset {off}");
+        assert_eq!(
+            got,
+            pattern(tag, off),
+            "allocation {p:?} (size {size}, tag {tag}) corrupted at offset {off}"
+        );
     }
 }
 
@@ -92,7 +99,10 @@ pub fn mappings() -> Vec<(usize, usize)> {
         .filter_map(|l| {
             let range = l.split_whitespace().next()?;
             let (a, b) = range.split_once('-')?;
-            Some((usize::from_str_radix(a, 16).ok()?, usize::from_str_radix(b, 16).ok()?))
+            Some((
+                usize::from_str_radix(a, 16).ok()?,
+                usize::from_str_radix(b, 16).ok()?,
+            ))
         })
         .collect()
 }
