@@ -219,3 +219,50 @@ fn statistics_follow_allocations() {
         "{report}"
     );
 }
+
+/// Whether the page holding `addr` is resident (mincore).
+fn resident(addr: usize) -> bool {
+    let page = addr & !(PAGE - 1);
+    let mut v = 0u8;
+    // SAFETY: `page` lies in a mapping of this process; `v` receives one byte.
+    let r = unsafe { libc::mincore(page as *mut libc::c_void, PAGE, &mut v) };
+    assert_eq!(r, 0);
+    v & 1 == 1
+}
+
+#[test]
+fn zeroed_allocations_from_fresh_memory_touch_nothing() {
+    let h = H::new();
+    // Small: a fresh run of the 3840-byte class spans 16 pages; zeroed regions taken from it
+    // must not be written (only the run header, at the run's end, is).
+    let first = h.calloc(1, SMALL_MAX);
+    let second = h.calloc(1, SMALL_MAX);
+    assert!(
+        !resident(first as usize),
+        "calloc touched a fresh small region"
+    );
+    assert!(!resident(second as usize + 2 * PAGE - 1));
+    // Large and huge: fresh pages are not zeroed by hand either.
+    let large = h.calloc(1, 40 * PAGE);
+    let huge = h.calloc(1, 3 * CHUNK);
+    assert!(!resident(large as usize + 20 * PAGE));
+    assert!(!resident(huge as usize + CHUNK));
+    // SAFETY: all four are live zeroed allocations.
+    unsafe {
+        assert!((0..SMALL_MAX).all(|i| *first.add(i) == 0));
+        for p in [first, second, large, huge] {
+            h.free(p);
+        }
+    }
+    // A reused region is dirty: calloc must zero it.
+    let again = h.malloc(SMALL_MAX);
+    // SAFETY: live, SMALL_MAX bytes.
+    unsafe {
+        again.write_bytes(7, SMALL_MAX);
+        h.free(again);
+        let z = h.calloc(1, SMALL_MAX);
+        assert!((0..SMALL_MAX).all(|i| *z.add(i) == 0));
+        h.free(z);
+    }
+    h.check_invariants().unwrap();
+}

@@ -213,3 +213,67 @@ fn heap_dropped_before_thread_exit() {
     tx.send(()).unwrap();
     t.join().unwrap();
 }
+
+/// `prefork`/`postfork_*` make `fork()` safe while other threads are inside the heap: the
+/// child can allocate even if a thread held an arena lock at the moment of the fork.
+#[test]
+fn fork_while_threads_allocate() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let heap = Arc::new(Heap::<Using<Lifo, Single>>::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy: Vec<_> = (0..3)
+        .map(|t| {
+            let (h, stop) = (heap.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let p = h.malloc(16 + (n as usize * 7 + t) % 5000);
+                    // SAFETY: live allocation of `h`.
+                    unsafe { h.free(p) };
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    for _ in 0..20 {
+        heap.prefork();
+        // SAFETY: fork in a test; the child only uses the heap (whose locks it resets) and
+        // `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            heap.postfork_child();
+            let ok = (0..1000).all(|i| {
+                let p = heap.malloc(i % 4000 + 1);
+                // SAFETY: live allocation of `heap`.
+                unsafe { heap.free(p) };
+                !p.is_null()
+            }) && heap.check_invariants().is_ok();
+            // SAFETY: ends the child without running the parent's destructors.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        heap.postfork_parent();
+        let mut status = 0;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        // SAFETY: polls the child just forked; kills it if it hangs (a deadlocked lock).
+        unsafe {
+            while libc::waitpid(pid, &mut status, libc::WNOHANG) == 0 {
+                if std::time::Instant::now() > deadline {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                    panic!("child deadlocked after fork");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "child failed: {status:#x}"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let ops: u64 = busy.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(ops > 0);
+    heap.check_invariants().unwrap();
+}

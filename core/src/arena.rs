@@ -159,6 +159,19 @@ impl<C: Config> Arena<C> {
         r
     }
 
+    /// `with`, for the free path. Under `--cfg alloclab_seeded` with `Bug::UnlockedFree` on, it
+    /// skips the lock: the seeded missing-lock bug.
+    #[inline(always)]
+    pub(crate) fn with_on_free<R>(&self, f: impl FnOnce(&mut ArenaInner<C>) -> R) -> R {
+        #[cfg(alloclab_seeded)]
+        if crate::seeded::active(crate::seeded::Bug::UnlockedFree) {
+            // SAFETY: none: this is the seeded bug (state touched without the lock), compiled
+            // only for the verification suite, which must catch the race it causes.
+            return self.inner.with_mut(|p| f(unsafe { &mut *p }));
+        }
+        self.with(f)
+    }
+
     pub(crate) fn lock(&self) {
         self.lock.lock();
     }
@@ -267,8 +280,8 @@ impl<C: Config> ArenaInner<C> {
         }
     }
 
-    /// Marks `page..page+n` (just taken by `take_pages`) with `bits(i)`; returns how many of
-    /// them were dirty, and zeroes those if `zero`.
+    /// Marks `page..page+n` (just taken by `take_pages`) with `bits(i)`; zeroes the dirty ones
+    /// if `zero`, and returns how many were dirty.
     ///
     /// # Safety
     /// The pages were just returned by `take_pages` for `chunk`.
@@ -279,7 +292,7 @@ impl<C: Config> ArenaInner<C> {
         n: usize,
         zero: bool,
         bits: impl Fn(usize) -> usize,
-    ) {
+    ) -> usize {
         let mut dirty = 0;
         for i in 0..n {
             // SAFETY: per the contract, the entries are ours.
@@ -300,6 +313,7 @@ impl<C: Config> ArenaInner<C> {
         }
         self.stats.dirty_pages -= dirty;
         self.stats.active_pages += n;
+        dirty
     }
 
     /// Gives back `page..page+n`, which were in use: marks them free and dirty, coalesces with
@@ -420,7 +434,7 @@ impl<C: Config> ArenaInner<C> {
                     run.addr()
                 ));
             }
-            let p = r.take_region();
+            let (p, known_zero) = r.take_region();
             let bin = &mut self.bins[idx];
             if r.free() == 0 {
                 C::Reuse::remove(&mut bin.policy, run, Removal::Full);
@@ -430,7 +444,7 @@ impl<C: Config> ArenaInner<C> {
             bin.stats.live += 1;
             let size = BINS[idx].size as usize;
             self.stats.small_allocated += size;
-            if zero {
+            if zero && !known_zero {
                 ptr::write_bytes(p as *mut u8, 0, size);
             }
             p as *mut u8
@@ -450,8 +464,9 @@ impl<C: Config> ArenaInner<C> {
         let (chunk, page) = self.take_pages(pages, arena, index, map)?;
         // SAFETY: the pages were just taken for us; the run header lies inside them.
         let header = unsafe {
-            self.claim_pages(chunk, page, pages, false, |i| PageEntry::small_bits(idx, i));
-            RunHeader::init::<Links<C>>(ChunkHeader::page_addr(chunk, page), idx)
+            let dirty =
+                self.claim_pages(chunk, page, pages, false, |i| PageEntry::small_bits(idx, i));
+            RunHeader::init::<Links<C>>(ChunkHeader::page_addr(chunk, page), idx, dirty == 0)
         };
         let run = RunRef::new(header);
         let bin = &mut self.bins[idx];
@@ -769,7 +784,7 @@ impl<C: Config> ArenaInner<C> {
                                 }
                             }
                             let run = Run(RunHeader::at(at, idx));
-                            self.check_run(run, idx)
+                            self.check_run(run, idx, at)
                                 .map_err(|v| err(v.in_bin(idx).at(run.0.as_ptr() as usize)))?;
                             let free = run.free();
                             let cap = info.capacity as usize;
@@ -888,11 +903,11 @@ impl<C: Config> ArenaInner<C> {
     }
 
     /// # Safety
-    /// `run` is a live run of bin `idx` of this arena.
-    unsafe fn check_run(&self, run: Run, idx: usize) -> Result<(), Violation> {
+    /// `run` is a live run of bin `idx` of this arena, starting at `base`.
+    unsafe fn check_run(&self, run: Run, idx: usize, base: usize) -> Result<(), Violation> {
         // SAFETY: per the contract.
         unsafe {
-            if !run.magic_ok() || run.bin_index() != idx {
+            if !run.header_ok(base) || run.bin_index() != idx {
                 return Err(Violation::new(ViolationKind::RunHeaderCorrupt));
             }
             let cap = bin(idx).capacity as usize;
@@ -989,5 +1004,48 @@ impl<C: Config> ArenaInner<C> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn best_fit_takes_the_shortest_long_enough_list() {
+        let mut entries: Vec<PageEntry> = (0..4)
+            .map(|_| PageEntry {
+                bits: 0,
+                prev: ptr::null_mut(),
+                next: ptr::null_mut(),
+            })
+            .collect();
+        let e: Vec<*mut PageEntry> = entries.iter_mut().map(|x| x as *mut PageEntry).collect();
+        let mut runs = FreeRuns::new();
+        assert_eq!(runs.best_fit(1), None);
+        // SAFETY: the entries live in `entries` for the whole test and are in no list.
+        unsafe {
+            runs.insert(e[0], 3);
+            runs.insert(e[1], 70);
+            runs.insert(e[2], 70);
+            runs.insert(e[3], CHUNK_USABLE_PAGES);
+        }
+        assert_eq!(runs.best_fit(1), Some(3));
+        assert_eq!(runs.best_fit(3), Some(3));
+        assert_eq!(runs.best_fit(4), Some(70));
+        assert_eq!(runs.best_fit(71), Some(CHUNK_USABLE_PAGES));
+        assert_eq!(runs.heads[70], e[2], "lists are LIFO");
+        // SAFETY: as above; each is in the list named.
+        unsafe {
+            runs.remove(e[2], 70);
+            assert_eq!(runs.heads[70], e[1]);
+            runs.remove(e[1], 70);
+            runs.remove(e[0], 3);
+        }
+        assert_eq!(runs.best_fit(1), Some(CHUNK_USABLE_PAGES));
+        // SAFETY: as above.
+        unsafe { runs.remove(e[3], CHUNK_USABLE_PAGES) };
+        assert_eq!(runs.best_fit(1), None);
+        assert!(runs.nonempty.iter().all(|&w| w == 0));
     }
 }

@@ -345,7 +345,7 @@ impl<C: Config> Heap<C> {
                 }
                 // SAFETY: as in `live`.
                 let arena = unsafe { &*((*chunk).arena as *const Arena<C>) };
-                arena.with(|inner| {
+                arena.with_on_free(|inner| {
                     // SAFETY: our chunk, under its arena's lock; the entry is re-read here so
                     // that validation and free are one critical section.
                     unsafe {
@@ -604,9 +604,12 @@ impl<C: Config> Heap<C> {
 
     /// Takes every lock of this heap (and the process-wide registry), so that `fork()` finds
     /// none held mid-operation. Pair with `postfork_parent` or `postfork_child`.
+    ///
+    /// Lock order (the order the engine nests them everywhere): heap init, thread registry,
+    /// arena creation, arena pool, base, huge, then the arenas by index.
     pub fn prefork(&self) {
-        crate::thread::registry_lock();
         self.init_lock.lock();
+        crate::thread::registry_lock();
         if let Some(s) = self.shared_if_init() {
             s.arena_lock.lock();
             s.pool.lock();
@@ -625,8 +628,8 @@ impl<C: Config> Heap<C> {
             s.pool.unlock();
             s.arena_lock.unlock();
         }
-        self.init_lock.unlock();
         crate::thread::registry_unlock();
+        self.init_lock.unlock();
     }
 
     /// Resets what `prefork` took, in the child (whose other threads are gone).
@@ -638,8 +641,8 @@ impl<C: Config> Heap<C> {
             s.pool.reset_lock();
             s.arena_lock.reset();
         }
-        self.init_lock.reset();
         crate::thread::registry_reset();
+        self.init_lock.reset();
     }
 }
 

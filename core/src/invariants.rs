@@ -21,7 +21,7 @@ pub struct Violation {
 /// The kinds of violation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ViolationKind {
-    /// A run header's magic word is wrong: the header was overwritten.
+    /// A run header does not name its own run (start address or bin): it was overwritten.
     RunHeaderCorrupt,
     /// The bitmap's set bits differ from the run's free count.
     BitmapCount {
@@ -80,7 +80,9 @@ impl fmt::Display for Violation {
             write!(f, "{:#x}: ", self.addr)?;
         }
         match self.kind {
-            ViolationKind::RunHeaderCorrupt => write!(f, "run header overwritten (bad magic)"),
+            ViolationKind::RunHeaderCorrupt => {
+                write!(f, "run header overwritten (wrong start address or bin)")
+            }
             ViolationKind::BitmapCount { bitmap, free } => {
                 write!(
                     f,

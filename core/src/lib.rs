@@ -61,6 +61,9 @@ mod error;
 pub mod invariants;
 pub mod stats;
 
+#[cfg(alloclab_seeded)]
+pub mod seeded;
+
 pub use arena::Arena;
 pub use error::FreeError;
 pub use heap::Heap;
@@ -68,4 +71,6 @@ pub use invariants::{Violation, ViolationKind};
 pub use policy::{ArenaChoice, ArenaCtx, Config, Options, Removal, RunReuse};
 pub use run::RunRef;
 pub use stats::{ArenaStats, BinStats, Stats};
+#[cfg(loom)]
+pub use thread::loom_thread_exit;
 pub use thread::MAX_ARENAS;

@@ -2,7 +2,12 @@
 //!
 //! The header sits at the end of the run (see `size_class`): 32 bytes of links that belong to
 //! the run-reuse policy, then the bin index, the free count, a hint (first bitmap word that may
-//! hold a free region), a magic word, and the free-region bitmap (bit set = region free).
+//! hold a free region), the index from which regions are still known to be zero, the run's own
+//! start address (a cheap corruption check), and the free-region bitmap (bit set = free).
+//!
+//! Regions are always taken lowest-first, so in a run made of clean pages every region above
+//! the highest one ever handed out is still zero: a zeroed allocation from there needs no
+//! memset (and touches no page the program did not ask for).
 //! `RunRef` is the handle policies receive; it exposes the links and read-only facts.
 
 use crate::size_class::{bin, BinInfo};
@@ -13,8 +18,6 @@ use core::ptr::NonNull;
 /// Bytes available to a policy's per-run links.
 pub const LINK_BYTES: usize = 32;
 
-const RUN_MAGIC: u16 = 0x5255; // "RU"
-
 /// The fixed part of a run header; the bitmap words follow it.
 #[repr(C, align(8))]
 pub struct RunHeader {
@@ -23,7 +26,7 @@ pub struct RunHeader {
     _pad: u8,
     free: u16,
     hint: u16,
-    magic: u16,
+    zero_from: u16,
     /// Run start address, for policies and invariants.
     base: usize,
 }
@@ -44,7 +47,11 @@ impl RunHeader {
     /// # Safety
     /// `base` is the start of `run_pages` writable pages owned by the caller (under its arena
     /// lock), and `L` fits in `LINK_BYTES` (checked by `RunRef::links`' caller at compile time).
-    pub unsafe fn init<L: Default>(base: usize, bin_index: usize) -> NonNull<RunHeader> {
+    pub unsafe fn init<L: Default>(
+        base: usize,
+        bin_index: usize,
+        clean: bool,
+    ) -> NonNull<RunHeader> {
         let info = bin(bin_index);
         let h = Self::at(base, bin_index);
         // SAFETY: the header lies inside the run (size_class tests), which the caller owns.
@@ -55,7 +62,7 @@ impl RunHeader {
                 _pad: 0,
                 free: info.capacity as u16,
                 hint: 0,
-                magic: RUN_MAGIC,
+                zero_from: if clean { 0 } else { info.capacity as u16 },
                 base,
             });
             h.as_ptr().cast::<L>().write(L::default());
@@ -66,7 +73,15 @@ impl RunHeader {
             }
             let rest = info.capacity as usize % 64;
             if rest != 0 {
-                words.add(full).write((1u64 << rest) - 1);
+                let mask = (1u64 << rest) - 1;
+                // alloclab_seeded: the bitmap off-by-one (one bit past the capacity).
+                #[cfg(alloclab_seeded)]
+                let mask = if crate::seeded::active(crate::seeded::Bug::BitmapOffByOne) {
+                    mask | 1 << rest
+                } else {
+                    mask
+                };
+                words.add(full).write(mask);
             }
         }
         h
@@ -103,9 +118,10 @@ impl Run {
         unsafe { (*self.h()).bin as usize }
     }
 
-    pub unsafe fn magic_ok(&self) -> bool {
+    /// Whether the header names `base` as its run start (else it was overwritten).
+    pub unsafe fn header_ok(&self, base: usize) -> bool {
         // SAFETY: see `free`.
-        unsafe { (*self.h()).magic == RUN_MAGIC }
+        unsafe { (*self.h()).base == base }
     }
 
     #[inline(always)]
@@ -114,9 +130,10 @@ impl Run {
         bin(unsafe { self.bin_index() })
     }
 
-    /// Takes the lowest free region. The run must have one.
+    /// Takes the lowest free region. The run must have one. Returns its address and whether
+    /// it is known to be zero.
     #[inline(always)]
-    pub unsafe fn take_region(&self) -> usize {
+    pub unsafe fn take_region(&self) -> (usize, bool) {
         // SAFETY: see `free`; the bitmap has `bitmap_words` words.
         unsafe {
             let h = self.h();
@@ -127,11 +144,15 @@ impl Run {
                 debug_assert!(w < info.bitmap_words as usize, "run without a free region");
                 let v = *words.add(w);
                 if v != 0 {
-                    let bit = v.trailing_zeros() as usize;
+                    let idx = w * 64 + v.trailing_zeros() as usize;
                     *words.add(w) = v & (v - 1);
                     (*h).hint = w as u16;
                     (*h).free -= 1;
-                    return (*h).base + (w * 64 + bit) * info.size as usize;
+                    let zero = idx >= (*h).zero_from as usize;
+                    if zero {
+                        (*h).zero_from = idx as u16 + 1;
+                    }
+                    return ((*h).base + idx * info.size as usize, zero);
                 }
                 w += 1;
             }
@@ -272,5 +293,61 @@ impl<L> RunRef<L> {
     pub fn capacity(self) -> usize {
         // SAFETY: as for `links`.
         unsafe { self.run().info().capacity as usize }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::size_class::{small_index, BINS};
+
+    fn with_run(bin_index: usize, clean: bool, f: impl FnOnce(Run, usize)) {
+        let info = bin(bin_index);
+        let base = crate::os::map(info.run_size()).unwrap().as_ptr() as usize;
+        // SAFETY: a fresh mapping of one run, owned by this test.
+        let h = unsafe { RunHeader::init::<[usize; 4]>(base, bin_index, clean) };
+        f(Run(h), base);
+        // SAFETY: mapped above.
+        unsafe { crate::os::unmap(base as *mut u8, info.run_size()) };
+    }
+
+    #[test]
+    fn regions_come_lowest_first_and_return() {
+        for idx in [0, small_index(48), small_index(1000), BINS.len() - 1] {
+            with_run(idx, true, |run, base| {
+                let info = bin(idx);
+                let cap = info.capacity as usize;
+                // SAFETY: a live run owned by this test (no lock needed: single thread).
+                unsafe {
+                    assert_eq!(run.free(), cap);
+                    assert_eq!(run.bitmap_popcount(), cap);
+                    assert!(run.header_ok(base) && run.bitmap_shape_ok());
+                    for i in 0..cap {
+                        let (p, zero) = run.take_region();
+                        assert_eq!(p, base + i * info.size as usize);
+                        assert!(zero, "a clean run's untouched regions are zero");
+                    }
+                    assert_eq!((run.free(), run.bitmap_popcount()), (0, 0));
+                    // Free two regions out of order: the lowest comes back first.
+                    run.put_region(cap - 1);
+                    run.put_region(cap / 2);
+                    assert!(run.is_free(cap / 2) && !run.is_free(0));
+                    assert!(run.bitmap_shape_ok());
+                    let (p, zero) = run.take_region();
+                    assert_eq!(p, base + (cap / 2) * info.size as usize);
+                    assert!(!zero, "a reused region is not known zero");
+                    assert_eq!(run.free(), 1);
+                }
+            });
+        }
+    }
+
+    #[test]
+    fn dirty_runs_promise_nothing() {
+        with_run(small_index(64), false, |run, _| {
+            // SAFETY: as above.
+            let (_, zero) = unsafe { run.take_region() };
+            assert!(!zero);
+        });
     }
 }

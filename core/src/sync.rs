@@ -13,8 +13,10 @@ pub use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Atomic
 
 /// Atomics that stay `core`'s even under loom: the page map's 2^14-slot root and 2^14-word
 /// leaves are far too many objects for loom to track in every explored execution. The page map
-/// is the only user; its protocol (leaves published by compare-exchange, entries written by the
-/// chunk's owner before the chunk is handed out) is documented in `page_map.rs` and VERIFY.md.
+/// is the only user (besides the seeded-bug switch of `--cfg alloclab_seeded` builds, set
+/// outside any model); its protocol (leaves published by compare-exchange, entries written by
+/// the chunk's owner before the chunk is handed out) is documented in `page_map.rs` and
+/// VERIFY.md.
 pub mod untracked {
     pub use core::sync::atomic::{AtomicPtr, AtomicUsize};
 }
@@ -84,12 +86,13 @@ pub(crate) use thread_local_const;
 
 /// A process-wide value: a plain `static` normally (its initializer must be const), a
 /// `loom::lazy_static!` under loom (so each explored execution starts from a fresh value).
+/// Private statics only: `loom::lazy_static!` cannot take a forwarded visibility fragment.
 macro_rules! process_global {
-    ($vis:vis static $name:ident: $t:ty = $init:expr;) => {
+    (static $name:ident: $t:ty = $init:expr;) => {
         #[cfg(not(loom))]
-        $vis static $name: $t = $init;
+        static $name: $t = $init;
         #[cfg(loom)]
-        ::loom::lazy_static! { $vis static ref $name: $t = $init; }
+        ::loom::lazy_static! { static ref $name: $t = $init; }
     };
 }
 pub(crate) use process_global;

@@ -43,6 +43,10 @@ struct RegistryInner {
     free_nodes: *mut Binding,
     #[cfg(not(loom))]
     key: Option<libc::pthread_key_t>,
+    /// Under loom the registry is rebuilt for every explored execution: the pages of binding
+    /// nodes are chained here (through each page's first node) and unmapped when it drops.
+    #[cfg(loom)]
+    pages: *mut Binding,
 }
 
 struct Registry {
@@ -65,6 +69,8 @@ impl Registry {
                     free_nodes: ptr::null_mut(),
                     #[cfg(not(loom))]
                     key: None,
+                    #[cfg(loom)]
+                    pages: ptr::null_mut(),
                 }),
             }
         }
@@ -77,6 +83,25 @@ impl Registry {
     }
 }
 
+#[cfg(loom)]
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let mut page = self.inner.with_mut(|p| {
+            // SAFETY: `&mut self`: nobody else can reach the registry.
+            unsafe { (*p).pages }
+        });
+        while !page.is_null() {
+            // SAFETY: each chained page was mapped by `refill`; the execution that used its
+            // nodes is over.
+            unsafe {
+                let next = (*page).next;
+                os::unmap(page.cast(), os::PAGE);
+                page = next;
+            }
+        }
+    }
+}
+
 process_global! { static REGISTRY: Registry = Registry::new(); }
 
 /// Per-thread state.
@@ -84,6 +109,9 @@ pub(crate) struct ThreadState {
     bindings: Cell<*mut Binding>,
     hooked: Cell<bool>,
     exiting: Cell<bool>,
+    /// Under loom: this thread's `thread_key` (see there), 0 until first asked.
+    #[cfg(loom)]
+    key: Cell<usize>,
 }
 
 impl ThreadState {
@@ -92,6 +120,8 @@ impl ThreadState {
             bindings: Cell::new(ptr::null_mut()),
             hooked: Cell::new(false),
             exiting: Cell::new(false),
+            #[cfg(loom)]
+            key: Cell::new(0),
         }
     }
 }
@@ -103,12 +133,44 @@ impl Drop for ThreadState {
     }
 }
 
+/// Under loom: runs the calling thread's exit hook now.
+///
+/// loom drops a thread's thread-locals too late for the `Drop` above to be useful: a spawned
+/// thread's after `join` has already returned (the heap may be gone), the model's main thread's
+/// after loom has dropped its lazy statics (the registry among them). Loom models therefore call
+/// this as the last thing every thread does (`alloclab_verify::loom` wraps `spawn` and `model`
+/// to do it); the later `Drop` then finds no binding and does nothing.
+#[cfg(loom)]
+pub fn loom_thread_exit() {
+    THREAD.with(thread_exit);
+}
+
 thread_local_const! { static THREAD: ThreadState = ThreadState::new(); }
 
 /// A word unique to the calling thread among live threads (the address of its state).
+#[cfg(not(loom))]
 #[inline(always)]
 pub fn thread_key() -> usize {
     THREAD.with(|t| t as *const ThreadState as usize)
+}
+
+#[cfg(loom)]
+process_global! {
+    static NEXT_THREAD_KEY: crate::sync::AtomicUsize = crate::sync::AtomicUsize::new(1);
+}
+
+/// Under loom: threads numbered in the order they first ask, spaced like addresses. The address
+/// of a loom thread-local changes from one explored execution to the next, and loom requires
+/// every execution of a model to make the same choices given the same schedule.
+#[cfg(loom)]
+pub fn thread_key() -> usize {
+    THREAD.with(|t| {
+        if t.key.get() == 0 {
+            t.key
+                .set(NEXT_THREAD_KEY.fetch_add(1, crate::sync::Ordering::Relaxed) * 4096);
+        }
+        t.key.get()
+    })
 }
 
 /// Hands every binding of the exiting thread back to its heap.
@@ -145,6 +207,7 @@ extern "C" fn on_thread_exit(_: *mut libc::c_void) {
 }
 
 /// Arms the thread-exit hook for the calling thread (once).
+#[cfg_attr(loom, allow(clippy::needless_return))] // under loom the hook is `ThreadState`'s drop
 fn arm_exit_hook(t: &ThreadState) {
     if t.hooked.replace(true) {
         return;
@@ -194,11 +257,23 @@ unsafe impl Send for ArenaPool {}
 
 process_global! { static NEXT_HEAP_ID: crate::sync::AtomicU64 = crate::sync::AtomicU64::new(1); }
 
+/// A process-unique heap id.
+fn next_heap_id() -> u64 {
+    // alloclab_seeded: the lost update (a read-modify-write split into a load and a store).
+    #[cfg(alloclab_seeded)]
+    if crate::seeded::active(crate::seeded::Bug::LostHeapId) {
+        let id = NEXT_HEAP_ID.load(crate::sync::Ordering::Relaxed);
+        NEXT_HEAP_ID.store(id + 1, crate::sync::Ordering::Relaxed);
+        return id;
+    }
+    NEXT_HEAP_ID.fetch_add(1, crate::sync::Ordering::Relaxed)
+}
+
 impl ArenaPool {
     /// A pool for a new heap. Index 0 (the default arena) is never leased.
     pub(crate) fn new(options: &Options) -> ArenaPool {
         ArenaPool {
-            heap_id: NEXT_HEAP_ID.fetch_add(1, crate::sync::Ordering::Relaxed),
+            heap_id: next_heap_id(),
             narenas: options.narenas,
             ncpus: os::ncpus(),
             lock: RawLock::new(),
@@ -407,7 +482,22 @@ impl<'a> ArenaCtx<'a> {
         };
         let n = os::PAGE / core::mem::size_of::<Binding>();
         let base = page.as_ptr().cast::<Binding>();
-        for i in 0..n {
+        #[cfg(not(loom))]
+        let first = 0;
+        #[cfg(loom)]
+        let first = {
+            // SAFETY: the page is fresh and ours; its first node links the pages (see `pages`).
+            unsafe {
+                base.write(Binding {
+                    heap_id: 0,
+                    value: 0,
+                    next: reg.pages,
+                })
+            };
+            reg.pages = base;
+            1
+        };
+        for i in first..n {
             // SAFETY: `i < n` nodes fit in the fresh page, which the registry now owns forever.
             unsafe {
                 base.add(i).write(Binding {

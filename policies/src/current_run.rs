@@ -3,9 +3,9 @@
 //!
 //! The bin allocates from its current run until it is full, and only then asks `P` for the
 //! next one, which leaves `P` and becomes current. A run that becomes non-full goes to `P`,
-//! unless there is no current run (it becomes current) or `P::prefer`s it to the current run
-//! (they swap: with `AddrOrdered` this keeps the current run the lowest non-full one, the old
-//! mozjemalloc rule).
+//! unless `P::prefer`s it to the current run (they swap), or there is no current run and `P`
+//! holds nothing it prefers (it becomes current). With `AddrOrdered` this keeps the current run
+//! the lowest non-full one, the old mozjemalloc rule; `Lifo` and `Mrf` prefer nothing.
 
 use alloclab_core::{Removal, RunRef, RunReuse};
 use core::marker::PhantomData;
@@ -43,7 +43,14 @@ unsafe impl<P: RunReuse> RunReuse for CurrentRun<P> {
 
     fn insert(bin: &mut Self::Bin, run: RunRef<P::Links>) {
         match bin.current {
-            None => bin.current = Some(run),
+            // No current run (the last one filled up or emptied): `run` becomes current unless
+            // `P` holds a run it prefers, which the next `pick` then takes. Without this check a
+            // high run could become current above lower ones waiting in `P` (found by the
+            // `heap_ops` fuzz target; `verify/tests/regressions.rs`).
+            None => match P::pick(&mut bin.inner) {
+                Some(best) if P::prefer(best, run) => P::insert(&mut bin.inner, run),
+                _ => bin.current = Some(run),
+            },
             Some(cur) if P::prefer(run, cur) => {
                 P::insert(&mut bin.inner, cur);
                 bin.current = Some(run);
