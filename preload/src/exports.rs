@@ -1,0 +1,181 @@
+//! The exported C symbols: one line each, forwarding to `log.rs` (the semantics of
+//! `entry.rs`, plus a line in the allocation log when `log:` is on).
+//!
+//! Left out of the unit-test binary (`lib.rs`), which must keep its own allocator.
+//!
+//! glibc's `__libc_malloc` family is exported too, as jemalloc and mimalloc do: a program or
+//! library that calls those names directly would otherwise get glibc's heap, and a later
+//! `free` of such a block here would abort.
+
+use crate::log;
+use core::ffi::{c_int, c_void};
+
+/// C `malloc`.
+#[no_mangle]
+pub extern "C" fn malloc(size: usize) -> *mut c_void {
+    log::malloc(size)
+}
+
+/// C `calloc`.
+#[no_mangle]
+pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    log::calloc(n, size)
+}
+
+/// C `free`.
+///
+/// # Safety
+/// C's contract: `p` is null or a live allocation that nothing uses afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn free(p: *mut c_void) {
+    // SAFETY: forwarded contract.
+    unsafe { log::free(p) }
+}
+
+/// C `realloc`.
+///
+/// # Safety
+/// C's contract: `p` is null or a live allocation, not used afterwards unless NULL is returned.
+#[no_mangle]
+pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { log::realloc(p, size) }
+}
+
+/// C `reallocarray`.
+///
+/// # Safety
+/// As for `realloc`.
+#[no_mangle]
+pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: usize, size: usize) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { log::reallocarray(p, n, size) }
+}
+
+/// POSIX `posix_memalign`.
+///
+/// # Safety
+/// `out` is valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { log::posix_memalign(out, align, size) }
+}
+
+/// C11 `aligned_alloc`.
+#[no_mangle]
+pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+    log::aligned_alloc(align, size)
+}
+
+/// glibc `memalign`.
+#[no_mangle]
+pub extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
+    log::memalign(align, size)
+}
+
+/// BSD `valloc`.
+#[no_mangle]
+pub extern "C" fn valloc(size: usize) -> *mut c_void {
+    log::valloc(size)
+}
+
+/// glibc `pvalloc`.
+#[no_mangle]
+pub extern "C" fn pvalloc(size: usize) -> *mut c_void {
+    log::pvalloc(size)
+}
+
+/// glibc `malloc_usable_size`.
+#[no_mangle]
+pub extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
+    log::malloc_usable_size(p)
+}
+
+/// C23 `free_sized`.
+///
+/// # Safety
+/// As for `free`; `size` is the size that was requested.
+#[no_mangle]
+pub unsafe extern "C" fn free_sized(p: *mut c_void, size: usize) {
+    // SAFETY: forwarded contract.
+    unsafe { log::free_sized(p, size) }
+}
+
+/// C23 `free_aligned_sized`.
+///
+/// # Safety
+/// As for `free`; `align` and `size` are the ones that were requested.
+#[no_mangle]
+pub unsafe extern "C" fn free_aligned_sized(p: *mut c_void, align: usize, size: usize) {
+    // SAFETY: forwarded contract.
+    unsafe { log::free_aligned_sized(p, align, size) }
+}
+
+// ---- glibc's own names ----------------------------------------------------------------------
+
+/// glibc's `__libc_malloc`.
+#[no_mangle]
+pub extern "C" fn __libc_malloc(size: usize) -> *mut c_void {
+    log::malloc(size)
+}
+
+/// glibc's `__libc_calloc`.
+#[no_mangle]
+pub extern "C" fn __libc_calloc(n: usize, size: usize) -> *mut c_void {
+    log::calloc(n, size)
+}
+
+/// glibc's `__libc_free`.
+///
+/// # Safety
+/// As for `free`.
+#[no_mangle]
+pub unsafe extern "C" fn __libc_free(p: *mut c_void) {
+    // SAFETY: forwarded contract.
+    unsafe { log::free(p) }
+}
+
+/// glibc's `__libc_realloc`.
+///
+/// # Safety
+/// As for `realloc`.
+#[no_mangle]
+pub unsafe extern "C" fn __libc_realloc(p: *mut c_void, size: usize) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { log::realloc(p, size) }
+}
+
+/// glibc's `__libc_memalign`.
+#[no_mangle]
+pub extern "C" fn __libc_memalign(align: usize, size: usize) -> *mut c_void {
+    log::memalign(align, size)
+}
+
+/// glibc's `__libc_valloc`.
+#[no_mangle]
+pub extern "C" fn __libc_valloc(size: usize) -> *mut c_void {
+    log::valloc(size)
+}
+
+/// glibc's `__libc_pvalloc`.
+#[no_mangle]
+pub extern "C" fn __libc_pvalloc(size: usize) -> *mut c_void {
+    log::pvalloc(size)
+}
+
+// ---- process exit without exit handlers -----------------------------------------------------
+
+/// `_exit`: the allocation log's buffered lines written out first (forked children often end
+/// with `_exit`, which runs no exit handler); then the process ends as glibc's `_exit` ends it.
+/// glibc's own `exit` does not come here (it calls its internal `_exit`).
+#[no_mangle]
+pub extern "C" fn _exit(status: c_int) -> ! {
+    log::exit_now(status)
+}
+
+/// C99 `_Exit`: as `_exit`.
+#[no_mangle]
+pub extern "C" fn _Exit(status: c_int) -> ! {
+    log::exit_now(status)
+}

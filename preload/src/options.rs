@@ -1,0 +1,576 @@
+//! The option table: one row per `ALLOCLAB_CONF` key, in the manner of mimalloc's `options.c`.
+//!
+//! Each row gives the key, its values, its default and its meaning, and the function that
+//! applies a value. Parsing (`parse.rs`), the defaults (`Conf::defaults` applies every row's
+//! default through the same function) and the `ALLOCLAB_CONF=help` text all come from this
+//! table, so an option is added here and nowhere else. Nothing here allocates.
+
+use crate::select::{Arenas, Reuse, Selection};
+use alloclab_core::{Options, MAX_ARENAS};
+
+// ---- the configuration being built ------------------------------------------------------------
+
+/// What `realloc(ptr, 0)` does with a non-null `ptr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZeroRealloc {
+    /// Free `ptr` and return NULL (glibc).
+    Free,
+    /// Return a minimal allocation and free `ptr` (as `realloc(ptr, 1)`).
+    Alloc,
+}
+
+/// The parsed configuration. `None` means "as the named config says" (or the engine default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conf {
+    /// Named configuration: the base for `reuse`, `current_run` and `arenas`.
+    pub config: usize,
+    /// Run reuse, if given explicitly.
+    pub reuse: Option<Reuse>,
+    /// Current-run caching, if given explicitly.
+    pub current_run: Option<bool>,
+    /// Arena strategy, if given explicitly.
+    pub arenas: Option<Arenas>,
+    /// Arena count for round-robin, per-cpu and hashed; 0 is the strategy's default.
+    pub narenas: usize,
+    /// Dirty pages an arena keeps before purging, if given explicitly.
+    pub dirty_max: Option<usize>,
+    /// What `realloc(ptr, 0)` does.
+    pub zero_realloc: ZeroRealloc,
+    /// Print heap statistics to stderr at exit.
+    pub stats_print: bool,
+    /// Abort on a bad `ALLOCLAB_CONF` entry instead of ignoring it.
+    pub abort_conf: bool,
+    /// Where to record every allocation call (`log_sink.rs`), if anywhere.
+    pub log: LogPath,
+}
+
+/// Bytes a `log:` path may have (before `%p` is expanded).
+pub const LOG_PATH_MAX: usize = 1024;
+
+/// The `log:` path as written, `%p` and `%%` not yet expanded; empty: not logging. Held by
+/// value (parsing must not allocate, and the input does not outlive start-up).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct LogPath {
+    bytes: [u8; LOG_PATH_MAX],
+    len: usize,
+}
+
+impl LogPath {
+    /// Not logging.
+    pub const OFF: LogPath = LogPath {
+        bytes: [0; LOG_PATH_MAX],
+        len: 0,
+    };
+
+    /// Checks a path: not empty, not too long, `%` only in `%p` (the pid) and `%%` (a `%`).
+    pub fn new(path: &[u8]) -> Result<LogPath, Refusal> {
+        if path.is_empty() {
+            return Err("empty path");
+        }
+        if path.len() > LOG_PATH_MAX {
+            return Err("path longer than 1024 bytes");
+        }
+        let mut i = 0;
+        while i < path.len() {
+            if path[i] == b'%' {
+                match path.get(i + 1) {
+                    Some(b'p' | b'%') => i += 1,
+                    _ => return Err("a % other than %p (the pid) or %% (a %)"),
+                }
+            }
+            i += 1;
+        }
+        let mut p = LogPath::OFF;
+        p.bytes[..path.len()].copy_from_slice(path);
+        p.len = path.len();
+        Ok(p)
+    }
+
+    /// The path as written; empty when not logging.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    /// Whether logging is off.
+    pub fn is_off(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether the path names one file per process (it has `%p`).
+    pub fn per_process(&self) -> bool {
+        let b = self.as_bytes();
+        let mut i = 0;
+        while i + 1 < b.len() {
+            match (b[i], b[i + 1]) {
+                (b'%', b'p') => return true,
+                (b'%', _) => i += 2,
+                _ => i += 1,
+            }
+        }
+        false
+    }
+}
+
+impl core::fmt::Debug for LogPath {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match core::str::from_utf8(self.as_bytes()) {
+            Ok(s) => write!(f, "LogPath({s:?})"),
+            Err(_) => write!(f, "LogPath({:?})", self.as_bytes()),
+        }
+    }
+}
+
+/// A named configuration: what `config:<name>` sets.
+pub struct Named {
+    /// Its name (the same as in `alloclab_policies::configs::NAMES`).
+    pub name: &'static str,
+    /// Run reuse.
+    pub reuse: Reuse,
+    /// Current-run caching.
+    pub current_run: bool,
+    /// Arena strategy.
+    pub arenas: Arenas,
+}
+
+/// The named configurations of `alloclab_policies::configs` (a test checks they agree).
+pub const NAMED: [Named; 4] = [
+    Named {
+        name: "addr-ordered",
+        reuse: Reuse::AddrOrdered,
+        current_run: true,
+        arenas: Arenas::Thread,
+    },
+    Named {
+        name: "lifo",
+        reuse: Reuse::Lifo,
+        current_run: false,
+        arenas: Arenas::Thread,
+    },
+    Named {
+        name: "mrf",
+        reuse: Reuse::Mrf,
+        current_run: false,
+        arenas: Arenas::Thread,
+    },
+    Named {
+        name: "mrf-current",
+        reuse: Reuse::Mrf,
+        current_run: true,
+        arenas: Arenas::Thread,
+    },
+];
+
+const REUSE: [(&str, Reuse); 3] = [
+    ("addr-ordered", Reuse::AddrOrdered),
+    ("lifo", Reuse::Lifo),
+    ("mrf", Reuse::Mrf),
+];
+
+const ARENAS: [(&str, Arenas); 5] = [
+    ("single", Arenas::Single),
+    ("thread", Arenas::Thread),
+    ("round-robin", Arenas::RoundRobin),
+    ("per-cpu", Arenas::PerCpu),
+    ("hashed", Arenas::Hashed),
+];
+
+/// The value that means "as the named config says".
+const FROM_CONFIG: &[u8] = b"config";
+
+impl Conf {
+    /// Every option at the default its table row gives.
+    pub fn defaults() -> Conf {
+        let mut c = Conf {
+            config: 0,
+            reuse: None,
+            current_run: None,
+            arenas: None,
+            narenas: 0,
+            dirty_max: None,
+            zero_realloc: ZeroRealloc::Free,
+            stats_print: false,
+            abort_conf: false,
+            log: LogPath::OFF,
+        };
+        for opt in OPTIONS.iter() {
+            // A default that does not parse is a bug of this table; a unit test catches it.
+            let _ = (opt.set)(&mut c, opt.default.as_bytes());
+        }
+        c
+    }
+
+    /// The named configuration this one starts from.
+    pub fn named(&self) -> &'static Named {
+        &NAMED[self.config]
+    }
+
+    /// The heap to build: the named config, overridden by explicit entries.
+    pub fn selection(&self) -> Selection {
+        let n = self.named();
+        Selection {
+            reuse: self.reuse.unwrap_or(n.reuse),
+            current_run: self.current_run.unwrap_or(n.current_run),
+            arenas: self.arenas.unwrap_or(n.arenas),
+            options: Options {
+                narenas: self.narenas,
+                dirty_max_pages: self.dirty_max.unwrap_or(Options::DEFAULT.dirty_max_pages),
+            },
+        }
+    }
+
+    /// The name of the named configuration the selection is exactly, if any.
+    pub fn exact_name(&self) -> Option<&'static str> {
+        let s = self.selection();
+        NAMED
+            .iter()
+            .find(|n| n.reuse == s.reuse && n.current_run == s.current_run && n.arenas == s.arenas)
+            .map(|n| n.name)
+    }
+}
+
+// ---- the table ------------------------------------------------------------------------------
+
+/// Why a value was refused (the parser adds the option's accepted values).
+pub type Refusal = &'static str;
+
+/// One option.
+pub struct Opt {
+    /// The key before the `:`.
+    pub name: &'static str,
+    /// The values it accepts, for `help` and error messages.
+    pub values: &'static str,
+    /// Its default, applied through `set` like any value.
+    pub default: &'static str,
+    /// What it means, one line.
+    pub help: &'static str,
+    /// Applies a value.
+    pub set: fn(&mut Conf, &[u8]) -> Result<(), Refusal>,
+}
+
+/// Every option, in `help` order.
+pub static OPTIONS: [Opt; 10] = [
+    Opt {
+        name: "config",
+        values: "addr-ordered|lifo|mrf|mrf-current",
+        default: "lifo",
+        help: "named configuration: the base for reuse, current_run and arenas",
+        set: |c, v| {
+            c.config = pick(v, &NAMED.map(|n| n.name))?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "reuse",
+        values: "addr-ordered|lifo|mrf|config",
+        default: "config",
+        help: "which non-full run serves the next small allocation (overrides config)",
+        set: |c, v| {
+            c.reuse = from_config_or(v, &REUSE)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "current_run",
+        values: "true|false|config",
+        default: "config",
+        help: "bins cache a current run until it is full (mozjemalloc's mCurrentRun)",
+        set: |c, v| {
+            c.current_run = from_config_or(v, &[("true", true), ("false", false)])?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "arenas",
+        values: "single|thread|round-robin|per-cpu|hashed|config",
+        default: "config",
+        help: "which arena serves a thread (overrides config)",
+        set: |c, v| {
+            c.arenas = from_config_or(v, &ARENAS)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "narenas",
+        values: "0..=1024",
+        default: "0",
+        help: "arenas for round-robin, hashed (0: 4 per CPU) and per-cpu (0: 1 per CPU)",
+        set: |c, v| {
+            c.narenas = number(v, MAX_ARENAS)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "dirty_max",
+        values: "pages|config",
+        default: "config",
+        help: "dirty pages an arena keeps before returning them to the OS (config: 256)",
+        set: |c, v| {
+            c.dirty_max = if v == FROM_CONFIG {
+                None
+            } else {
+                Some(number(v, usize::MAX - 1)?)
+            };
+            Ok(())
+        },
+    },
+    Opt {
+        name: "zero_realloc",
+        values: "free|alloc",
+        default: "free",
+        help: "realloc(p, 0): free p and return NULL (glibc), or return a minimal allocation",
+        set: |c, v| {
+            c.zero_realloc = pick(
+                v,
+                &[("free", ZeroRealloc::Free), ("alloc", ZeroRealloc::Alloc)],
+            )?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "stats_print",
+        values: "true|false",
+        default: "false",
+        help: "print heap statistics to stderr when the process exits",
+        set: |c, v| {
+            c.stats_print = boolean(v)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "abort_conf",
+        values: "true|false",
+        default: "false",
+        help: "abort at start-up if any ALLOCLAB_CONF entry is bad (else it is ignored)",
+        set: |c, v| {
+            c.abort_conf = boolean(v)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "log",
+        values: "off|path",
+        default: "off",
+        help: "log every malloc-family call to path in logalloc's format (%p in path: the pid)",
+        set: |c, v| {
+            c.log = if v == b"off" {
+                LogPath::OFF
+            } else {
+                LogPath::new(v)?
+            };
+            Ok(())
+        },
+    },
+];
+
+/// The option named `key`.
+pub fn find(key: &[u8]) -> Option<&'static Opt> {
+    OPTIONS.iter().find(|o| o.name.as_bytes() == key)
+}
+
+// ---- value parsers --------------------------------------------------------------------------
+
+/// Something that names a choice: a bare name, or a `(name, value)` pair.
+trait Choice<T> {
+    fn name(&self) -> &str;
+    fn value(&self, index: usize) -> T;
+}
+
+impl Choice<usize> for &str {
+    fn name(&self) -> &str {
+        self
+    }
+    fn value(&self, index: usize) -> usize {
+        index
+    }
+}
+
+impl<T: Copy> Choice<T> for (&str, T) {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn value(&self, _: usize) -> T {
+        self.1
+    }
+}
+
+fn pick<T, C: Choice<T>>(v: &[u8], choices: &[C]) -> Result<T, Refusal> {
+    choices
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.name().as_bytes() == v)
+        .map(|(i, c)| c.value(i))
+        .ok_or("unknown value")
+}
+
+fn from_config_or<T: Copy>(v: &[u8], choices: &[(&str, T)]) -> Result<Option<T>, Refusal> {
+    if v == FROM_CONFIG {
+        Ok(None)
+    } else {
+        pick(v, choices).map(Some)
+    }
+}
+
+fn boolean(v: &[u8]) -> Result<bool, Refusal> {
+    pick(v, &[("true", true), ("false", false)])
+}
+
+/// A decimal number from 0 to `max`.
+fn number(v: &[u8], max: usize) -> Result<usize, Refusal> {
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return Err("not a decimal number");
+    }
+    let mut n: usize = 0;
+    for &d in v {
+        n = n
+            .checked_mul(10)
+            .and_then(|n| n.checked_add((d - b'0') as usize))
+            .ok_or("out of range")?;
+    }
+    if n > max {
+        return Err("out of range");
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloclab_core::Config;
+    use core::any::TypeId;
+
+    #[test]
+    fn every_default_and_every_listed_value_parses() {
+        for opt in OPTIONS.iter() {
+            let mut c = Conf::defaults();
+            assert_eq!(
+                (opt.set)(&mut c, opt.default.as_bytes()),
+                Ok(()),
+                "{}",
+                opt.name
+            );
+            for v in opt.values.split('|') {
+                let v = match v {
+                    "0..=1024" => "1024",
+                    "pages" => "512",
+                    v => v,
+                };
+                assert_eq!((opt.set)(&mut c, v.as_bytes()), Ok(()), "{}:{v}", opt.name);
+            }
+            // A path is free text: anything but the empty string.
+            if !opt.values.ends_with("|path") {
+                assert!((opt.set)(&mut c, b"bogus").is_err(), "{}", opt.name);
+            }
+            assert!((opt.set)(&mut c, b"").is_err(), "{}", opt.name);
+        }
+        let d = Conf::defaults();
+        assert_eq!(d.named().name, "lifo");
+        assert_eq!(d.exact_name(), Some("lifo"));
+        assert!(!d.stats_print && !d.abort_conf);
+        assert_eq!(d.zero_realloc, ZeroRealloc::Free);
+        assert!(d.log.is_off());
+    }
+
+    #[test]
+    fn log_paths_are_checked() {
+        let set = |v: &[u8]| {
+            let mut c = Conf::defaults();
+            (find(b"log").unwrap().set)(&mut c, v).map(|()| c.log)
+        };
+        let p = set(b"/tmp/a%%b.%p.log").unwrap();
+        assert_eq!(p.as_bytes(), b"/tmp/a%%b.%p.log");
+        assert!(!p.is_off() && p.per_process());
+        assert!(!set(b"trace.log").unwrap().per_process());
+        assert!(!set(b"100%%p").unwrap().per_process(), "%%p is a % and a p");
+        assert!(set(b"%%%p").unwrap().per_process());
+        assert!(set(b"off").unwrap().is_off());
+        assert_eq!(set(b""), Err("empty path"));
+        for bad in [&b"a%"[..], b"a%d", b"%%%"] {
+            assert!(set(bad).unwrap_err().contains("%p"), "{bad:?}");
+        }
+        assert!(set(&[b'x'; LOG_PATH_MAX]).is_ok());
+        assert_eq!(
+            set(&[b'x'; LOG_PATH_MAX + 1]),
+            Err("path longer than 1024 bytes")
+        );
+    }
+
+    /// The row of README.md's option table for `o`.
+    fn readme_row(o: &Opt) -> String {
+        format!(
+            "| `{}` | {} | `{}` | {} |",
+            o.name,
+            o.values.replace('|', " \\| "),
+            o.default,
+            o.help
+        )
+    }
+
+    #[test]
+    fn readme_documents_every_option_as_the_table_says() {
+        let readme = include_str!("../../README.md");
+        for o in OPTIONS.iter() {
+            let row = readme_row(o);
+            assert!(
+                readme.contains(&row),
+                "README.md lacks or misstates:\n{row}"
+            );
+        }
+    }
+
+    #[test]
+    fn numbers_are_checked() {
+        assert_eq!(number(b"0", 5), Ok(0));
+        assert_eq!(number(b"5", 5), Ok(5));
+        assert_eq!(number(b"6", 5), Err("out of range"));
+        assert_eq!(
+            number(b"99999999999999999999999", usize::MAX),
+            Err("out of range")
+        );
+        assert_eq!(number(b"-1", 5), Err("not a decimal number"));
+        assert_eq!(number(b"1k", 5), Err("not a decimal number"));
+    }
+
+    #[test]
+    fn explicit_entries_override_the_named_config() {
+        let mut c = Conf::defaults();
+        (find(b"arenas").unwrap().set)(&mut c, b"hashed").unwrap();
+        (find(b"config").unwrap().set)(&mut c, b"mrf-current").unwrap();
+        let s = c.selection();
+        assert_eq!(
+            (s.reuse, s.current_run, s.arenas),
+            (Reuse::Mrf, true, Arenas::Hashed)
+        );
+        assert_eq!(c.exact_name(), None);
+        (find(b"arenas").unwrap().set)(&mut c, b"config").unwrap();
+        assert_eq!(c.exact_name(), Some("mrf-current"));
+    }
+
+    fn types<C: Config>() -> (TypeId, TypeId, &'static str) {
+        (TypeId::of::<C::Reuse>(), TypeId::of::<C::Arenas>(), C::NAME)
+    }
+
+    /// The same combination, built the way `select.rs` builds it.
+    fn selected(n: &Named) -> (TypeId, TypeId) {
+        use alloclab_policies as p;
+        let reuse = match (n.reuse, n.current_run) {
+            (Reuse::AddrOrdered, false) => TypeId::of::<p::AddrOrdered>(),
+            (Reuse::AddrOrdered, true) => TypeId::of::<p::CurrentRun<p::AddrOrdered>>(),
+            (Reuse::Lifo, false) => TypeId::of::<p::Lifo>(),
+            (Reuse::Lifo, true) => TypeId::of::<p::CurrentRun<p::Lifo>>(),
+            (Reuse::Mrf, false) => TypeId::of::<p::Mrf>(),
+            (Reuse::Mrf, true) => TypeId::of::<p::CurrentRun<p::Mrf>>(),
+        };
+        assert_eq!(n.arenas, Arenas::Thread);
+        (reuse, TypeId::of::<p::ThreadLocal>())
+    }
+
+    #[test]
+    fn named_configs_match_the_policies_crate() {
+        let real = alloclab_policies::for_each_config!(types());
+        assert_eq!(real.len(), NAMED.len());
+        for (n, (reuse, arenas, name)) in NAMED.iter().zip(real) {
+            assert_eq!(n.name, name);
+            assert_eq!(selected(n), (reuse, arenas), "{}", n.name);
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! Run-time selection among compile-time heaps.
+//!
+//! Every combination of run reuse (3) x current run (2) x arena choice (5) is a monomorphized
+//! `Heap<Using<R, A>>`: the engine's policies stay statically dispatched and inlined. What the
+//! start-up configuration picks is one table of function pointers (`Ops`) into one of those 30
+//! heaps, so a call costs one load and one indirect call more than a compile-time `Heap<C>`
+//! (`benches/dispatch.rs` measures how much, with callgrind).
+//!
+//! Only one heap ever exists in the process: it lives in `SLOT`, a static big enough for any
+//! `Heap<C>` (they differ only in a type parameter), written once by `install` before the
+//! table that reads it is published.
+//!
+//! This file depends on nothing else in the crate, so the benchmark compiles it as it is.
+
+use alloclab_core::size_class::QUANTUM;
+use alloclab_core::{ArenaChoice, Config, FreeError, Heap, Options, Stats};
+use alloclab_policies::configs::Using;
+use alloclab_policies::{
+    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, PerCpu, RoundRobin, Single, ThreadLocal,
+};
+use core::cell::UnsafeCell;
+use core::fmt;
+use core::mem::MaybeUninit;
+
+// ---- what can be selected -------------------------------------------------------------------
+
+/// Run-reuse policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// Lowest address first.
+    AddrOrdered,
+    /// Last non-full run first.
+    Lifo,
+    /// Most recently freed-into run first.
+    Mrf,
+}
+
+/// Arena-choice policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arenas {
+    /// One arena for every thread.
+    Single,
+    /// An arena per thread, returned to a pool when the thread exits.
+    Thread,
+    /// `narenas` arenas, threads assigned in turn.
+    RoundRobin,
+    /// The arena of the current CPU.
+    PerCpu,
+    /// `narenas` arenas, by a hash of the thread.
+    Hashed,
+}
+
+/// One heap configuration, chosen at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Selection {
+    /// Run reuse.
+    pub reuse: Reuse,
+    /// Whether bins cache a current run in front of `reuse`.
+    pub current_run: bool,
+    /// Arena choice.
+    pub arenas: Arenas,
+    /// Engine tunables (`narenas`, `dirty_max_pages`).
+    pub options: Options,
+}
+
+// ---- the table of operations ----------------------------------------------------------------
+
+/// The operations of the selected heap. Each is a thin monomorphized wrapper of a `Heap<C>`
+/// method; see `Heap` for their contracts.
+pub struct Ops {
+    /// `Heap::malloc(size)`: alignment 16, known to the compiler (the common case, kept apart
+    /// from `allocate` so that the size-class computation is specialized for it).
+    pub malloc: fn(usize) -> *mut u8,
+    /// `Heap::allocate(size, 16, true)`: `calloc` after its overflow check.
+    pub malloc_zeroed: fn(usize) -> *mut u8,
+    /// `Heap::allocate(size, align, zero)`.
+    pub allocate: fn(usize, usize, bool) -> *mut u8,
+    /// `Heap::free` (aborts with one line on a pointer that is not a live allocation).
+    pub free: unsafe fn(*mut u8),
+    /// `Heap::reallocate(ptr, size, 16, usize::MAX)`.
+    pub realloc: unsafe fn(*mut u8, usize) -> *mut u8,
+    /// `Heap::usable_size`.
+    pub usable_size: fn(*const u8) -> Result<usize, FreeError>,
+    /// `Heap::stats`.
+    pub stats: fn() -> Stats,
+    /// `Heap::prefork`.
+    pub prefork: fn(),
+    /// `Heap::postfork_parent`.
+    pub postfork_parent: fn(),
+    /// `Heap::postfork_child`.
+    pub postfork_child: fn(),
+    /// Writes the policies of the heap actually running, from its types.
+    pub describe: fn(&mut dyn fmt::Write) -> fmt::Result,
+}
+
+// ---- the heap's storage ---------------------------------------------------------------------
+
+/// Bytes reserved for the heap; every `Heap<C>` is checked to fit at compile time.
+const SLOT_BYTES: usize = 128;
+
+#[repr(C, align(64))]
+struct Slot(UnsafeCell<MaybeUninit<[u8; SLOT_BYTES]>>);
+
+// SAFETY: the slot is written once by `install`, before any reader can reach it (readers get
+// there only through the `Ops` that `install` returns, published with release ordering); after
+// that it is only read, and `Heap<C>` is `Sync`.
+unsafe impl Sync for Slot {}
+
+static SLOT: Slot = Slot(UnsafeCell::new(MaybeUninit::uninit()));
+
+/// The heap in the slot, seen as a `Heap<C>`.
+#[inline(always)]
+fn heap<C: Config>() -> &'static Heap<C> {
+    const {
+        assert!(core::mem::size_of::<Heap<C>>() <= SLOT_BYTES);
+        assert!(core::mem::align_of::<Heap<C>>() <= 64);
+    }
+    // SAFETY: only the functions of `OpsOf<C>` call this, and those are reachable only after
+    // `install` wrote a `Heap<C>` into the slot (size and alignment checked above).
+    unsafe { &*(SLOT.0.get() as *const Heap<C>) }
+}
+
+struct OpsOf<C>(core::marker::PhantomData<C>);
+
+impl<C: Config> OpsOf<C> {
+    const OPS: Ops = Ops {
+        malloc: Self::malloc,
+        malloc_zeroed: Self::malloc_zeroed,
+        allocate: Self::allocate,
+        free: Self::free,
+        realloc: Self::realloc,
+        usable_size: Self::usable_size,
+        stats: Self::stats,
+        prefork: Self::prefork,
+        postfork_parent: Self::postfork_parent,
+        postfork_child: Self::postfork_child,
+        describe: Self::describe,
+    };
+
+    fn malloc(size: usize) -> *mut u8 {
+        heap::<C>().allocate(size, QUANTUM, false)
+    }
+
+    fn malloc_zeroed(size: usize) -> *mut u8 {
+        heap::<C>().allocate(size, QUANTUM, true)
+    }
+
+    fn allocate(size: usize, align: usize, zero: bool) -> *mut u8 {
+        heap::<C>().allocate(size, align, zero)
+    }
+
+    /// # Safety
+    /// As for `Heap::free`.
+    unsafe fn free(p: *mut u8) {
+        // SAFETY: forwarded contract.
+        unsafe { heap::<C>().free(p) }
+    }
+
+    /// # Safety
+    /// As for `Heap::reallocate`.
+    unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        unsafe { heap::<C>().reallocate(p, size, QUANTUM, usize::MAX) }
+    }
+
+    fn usable_size(p: *const u8) -> Result<usize, FreeError> {
+        heap::<C>().usable_size(p)
+    }
+
+    fn stats() -> Stats {
+        heap::<C>().stats()
+    }
+
+    fn prefork() {
+        heap::<C>().prefork()
+    }
+
+    fn postfork_parent() {
+        heap::<C>().postfork_parent()
+    }
+
+    fn postfork_child() {
+        heap::<C>().postfork_child()
+    }
+
+    fn describe(w: &mut dyn fmt::Write) -> fmt::Result {
+        w.write_str("reuse ")?;
+        <C::Reuse as alloclab_core::RunReuse>::write_name(w)?;
+        write!(w, ", arenas {}", <C::Arenas as ArenaChoice>::NAME)
+    }
+
+    /// Puts a fresh `Heap<C>` in the slot and returns its table.
+    ///
+    /// # Safety
+    /// As for [`install`].
+    unsafe fn install(options: Options) -> &'static Ops {
+        let h = SLOT.0.get() as *mut Heap<C>;
+        // SAFETY: the slot fits a `Heap<C>` (checked in `heap`); per the contract nobody reads
+        // it yet and no heap was installed before (so nothing is overwritten that is in use).
+        unsafe { h.write(Heap::with_options(options)) };
+        &Self::OPS
+    }
+}
+
+/// Builds the heap that `sel` names in the process's one heap slot and returns its table.
+///
+/// # Safety
+/// Call at most once per process, before any use of a table it returns, and make the table
+/// visible to other threads only with release ordering (or a lock) after this returns.
+pub unsafe fn install(sel: &Selection) -> &'static Ops {
+    // SAFETY: forwarded contract.
+    unsafe {
+        match sel.arenas {
+            Arenas::Single => with_arenas::<Single>(sel),
+            Arenas::Thread => with_arenas::<ThreadLocal>(sel),
+            Arenas::RoundRobin => with_arenas::<RoundRobin>(sel),
+            Arenas::PerCpu => with_arenas::<PerCpu>(sel),
+            Arenas::Hashed => with_arenas::<Hashed>(sel),
+        }
+    }
+}
+
+/// # Safety
+/// As for [`install`].
+unsafe fn with_arenas<A: ArenaChoice>(sel: &Selection) -> &'static Ops {
+    let o = sel.options;
+    // SAFETY: forwarded contract.
+    unsafe {
+        match (sel.reuse, sel.current_run) {
+            (Reuse::AddrOrdered, false) => OpsOf::<Using<AddrOrdered, A>>::install(o),
+            (Reuse::AddrOrdered, true) => OpsOf::<Using<CurrentRun<AddrOrdered>, A>>::install(o),
+            (Reuse::Lifo, false) => OpsOf::<Using<Lifo, A>>::install(o),
+            (Reuse::Lifo, true) => OpsOf::<Using<CurrentRun<Lifo>, A>>::install(o),
+            (Reuse::Mrf, false) => OpsOf::<Using<Mrf, A>>::install(o),
+            (Reuse::Mrf, true) => OpsOf::<Using<CurrentRun<Mrf>, A>>::install(o),
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The conformance kit: one call runs the whole suite on a new policy.
+//!
+//! ```no_run
+//! // A run-reuse policy (optionally with a reference model that predicts its picks):
+//! alloclab_verify::verify_run_reuse::<alloclab_policies::Lifo>();
+//! alloclab_verify::verify_run_reuse_against::<alloclab_policies::Mrf, alloclab_verify::MrfModel>();
+//! // An arena-choice policy:
+//! alloclab_verify::verify_arena_choice::<alloclab_policies::RoundRobin>();
+//! ```
+//!
+//! What runs, in an ordinary build (`cargo test`):
+//!
+//! | check | run-reuse policy `R` | arena choice `A` |
+//! |---|---|---|
+//! | state machine (proptest), `check_invariants` after every step | `R` with one arena and with thread arenas, against model `M` | `A` with LIFO, against the LIFO model |
+//! | multi-threaded smoke with cross-thread frees | `R`, one shared arena and thread arenas | `A` |
+//! | stable across sizes (the thread-arenas seed) | | `A` |
+//! | arenas handed back at thread exit, bounded under churn | | `A` |
+//!
+//! Under `--cfg loom` the same calls run the loom model of cross-thread frees instead (the
+//! other checks need real threads and many steps, which loom cannot explore).
+
+use crate::finding::Finding;
+use crate::reuse_model::{LifoModel, ReuseModel, Unmodeled};
+use alloclab_core::{ArenaChoice, RunReuse};
+use alloclab_policies::configs::Using;
+use alloclab_policies::{Lifo, Single, ThreadLocal};
+
+/// What the kit ran, one line per check.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// A line per check that passed.
+    pub passed: Vec<String>,
+}
+
+impl core::fmt::Display for Summary {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for l in &self.passed {
+            writeln!(f, "ok: {l}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the kit on run-reuse policy `R` without a reference model (every policy-independent
+/// check still runs); panics with the first finding.
+pub fn verify_run_reuse<R: RunReuse>() -> Summary {
+    verify_run_reuse_against::<R, Unmodeled>()
+}
+
+/// Runs the kit on run-reuse policy `R`, checking each pick against reference model `M`;
+/// panics with the first finding.
+pub fn verify_run_reuse_against<R: RunReuse, M: ReuseModel>() -> Summary {
+    check_run_reuse::<R, M>().unwrap_or_else(|f| panic!("{}: {f}", name::<R>()))
+}
+
+/// Runs the kit on arena-choice policy `A`; panics with the first finding.
+pub fn verify_arena_choice<A: ArenaChoice>() -> Summary {
+    check_arena_choice::<A>().unwrap_or_else(|f| panic!("{}: {f}", A::NAME))
+}
+
+fn name<R: RunReuse>() -> String {
+    let mut s = String::new();
+    let _ = R::write_name(&mut s);
+    s
+}
+
+/// The state machine for config `C`: a proptest search whose shrunk counterexample, if any,
+/// becomes the finding's detail.
+#[cfg(not(loom))]
+fn state_machine<C: alloclab_core::Config, M: ReuseModel>(
+    s: &mut Summary,
+    what: &str,
+) -> Result<(), Finding> {
+    use crate::machine::{cases, find_counterexample, steps, DEFAULT_CASES, DEFAULT_STEPS};
+    let (n, len) = (cases(DEFAULT_CASES), steps(DEFAULT_STEPS));
+    if let Some((ops, mut f)) = find_counterexample::<C, M>(n, len, None) {
+        f.detail = format!("{} [{what}; shrunk operations: {ops:?}]", f.detail);
+        return Err(f);
+    }
+    s.passed.push(format!(
+        "state machine, {what}: {n} cases of up to {len} operations"
+    ));
+    Ok(())
+}
+
+/// The kit on `R` with model `M`, returning the first finding instead of panicking.
+pub fn check_run_reuse<R: RunReuse, M: ReuseModel>() -> Result<Summary, Finding> {
+    let mut s = Summary::default();
+    #[cfg(not(loom))]
+    {
+        state_machine::<Using<R, Single>, M>(&mut s, "one arena")?;
+        state_machine::<Using<R, ThreadLocal>, M>(&mut s, "thread arenas")?;
+        crate::threads::smoke::<Using<R, Single>>(4, 4000, 0x5eed)?;
+        s.passed
+            .push("4 threads, one shared arena, cross-thread frees".into());
+        crate::threads::smoke::<Using<R, ThreadLocal>>(4, 4000, 0x5eed)?;
+        s.passed
+            .push("4 threads, thread arenas, cross-thread frees".into());
+    }
+    #[cfg(loom)]
+    {
+        let _ = core::marker::PhantomData::<(M, ThreadLocal)>;
+        crate::loom::cross_thread_model::<Using<R, Single>>();
+        s.passed
+            .push("loom: cross-thread free against allocation, one arena".into());
+    }
+    Ok(s)
+}
+
+/// The kit on `A`, returning the first finding instead of panicking.
+pub fn check_arena_choice<A: ArenaChoice>() -> Result<Summary, Finding> {
+    let mut s = Summary::default();
+    #[cfg(not(loom))]
+    {
+        state_machine::<Using<Lifo, A>, LifoModel>(&mut s, "LIFO run reuse")?;
+        crate::threads::smoke::<Using<Lifo, A>>(4, 4000, 0x5eed)?;
+        s.passed.push("4 threads, cross-thread frees".into());
+        crate::arenas::stable_across_sizes::<Using<Lifo, A>>()?;
+        s.passed
+            .push("a thread's arena is stable across request sizes".into());
+        crate::arenas::thread_churn::<Using<Lifo, A>>(20, 4)?;
+        s.passed
+            .push("80 short-lived threads: arenas handed back and bounded".into());
+    }
+    #[cfg(loom)]
+    {
+        let _ = core::marker::PhantomData::<LifoModel>;
+        crate::loom::cross_thread_model::<Using<Lifo, A>>();
+        s.passed
+            .push("loom: cross-thread free against allocation".into());
+    }
+    Ok(s)
+}

@@ -1,0 +1,51 @@
+//! # alloclab-verify: the verification suite
+//!
+//! What "verified" means for alloclab (DESIGN.md, "Verification"), as code a policy author can
+//! call. One concern per file:
+//!
+//! | file | owns |
+//! |---|---|
+//! | `finding.rs` | `Finding`, `Check`: what a check found and which check found it |
+//! | `ops.rs` | heap operations as data, and their proptest strategies |
+//! | `reuse_model.rs` | executable reference models of the run-reuse policies |
+//! | `harness.rs` | `Harness<C, M>`: a real heap next to a model of live allocations and runs |
+//! | `machine.rs` | the proptest state machine and counterexample search |
+//! | `threads.rs` | multi-threaded smoke with cross-thread frees |
+//! | `arenas.rs` | arena-choice properties: stability across sizes, thread churn |
+//! | `loom.rs` | loom helpers and the kit's loom model (`--cfg loom` only) |
+//! | `conformance.rs` | the one-call kit: `verify_run_reuse`, `verify_arena_choice` |
+//!
+//! The tests in `tests/` use these: `model_based.rs` (every named config), `quickcheck_*.rs`
+//! (size classes, run bitmap, page map), `conformance.rs` (the kit on every built-in policy),
+//! `seeded_*.rs` (seeded bugs and the check that catches each), `regressions.rs` (bugs the
+//! suite found, replayed), `loom_*.rs` (loom models, grouped by the structure they model). VERIFY.md at the repository root says what each layer
+//! checks, what it cannot, and how to run a longer campaign.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod finding;
+pub mod ops;
+pub mod reuse_model;
+
+pub mod harness;
+pub mod machine;
+
+pub mod arenas;
+pub mod threads;
+
+#[cfg(loom)]
+pub mod loom;
+
+pub mod conformance;
+
+pub use conformance::{
+    check_arena_choice, check_run_reuse, verify_arena_choice, verify_run_reuse,
+    verify_run_reuse_against, Summary,
+};
+pub use finding::{Check, Finding};
+pub use harness::Harness;
+pub use ops::Op;
+pub use reuse_model::{
+    AddrOrderedModel, CurrentRunModel, LifoModel, Modeled, MrfModel, ReuseModel, Runs, Unmodeled,
+};

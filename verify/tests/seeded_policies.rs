@@ -1,0 +1,220 @@
+//! Seeded policy bugs: buggy run-reuse and arena-choice policies, compiled only here, and the
+//! check that catches each. If a check stopped catching its bug, this test fails: the checks
+//! are proven able to fail.
+//!
+//! | seeded bug | caught by |
+//! |---|---|
+//! | LIFO that forgets to drop a run that became full | `check_invariants`: `FullRunKnown` |
+//! | MRF that inserts a run twice (slot stack) | `check_invariants`: `RunKnownTwice` |
+//! | MRF that re-inserts into its intrusive list | `check_invariants`: `Policy` (the list's own check) |
+//! | arena choice that a large request resets to the shared arena | kit: arena stable across sizes |
+//!
+//! The engine-level seeded bugs (bitmap off-by-one, unlocked free, lost update) are in
+//! `seeded_engine.rs` and `loom_seeded.rs`, built with `--cfg alloclab_seeded`.
+#![cfg(not(loom))]
+
+use alloclab_core::{ArenaChoice, ArenaCtx, Options, Removal, RunRef, RunReuse, ViolationKind};
+use alloclab_policies::configs::Using;
+use alloclab_policies::{ListLinks, ListRun, RunList, Single};
+use alloclab_verify::machine::find_counterexample;
+use alloclab_verify::{check_arena_choice, check_run_reuse, Check, LifoModel, Unmodeled};
+use core::cell::Cell;
+
+/// LIFO whose `remove` ignores runs that became full: they stay in the list.
+struct LifoKeepsFull;
+
+// SAFETY: none; this policy breaks the contract on purpose (it keeps full runs). The suite stops
+// at the check that sees it, before the engine would allocate from such a run.
+unsafe impl RunReuse for LifoKeepsFull {
+    type Links = ListLinks;
+    type Bin = RunList;
+    const NAME: &'static str = "seeded-lifo-keeps-full";
+    fn insert(bin: &mut RunList, run: ListRun) {
+        bin.push_front(run);
+    }
+    fn pick(bin: &mut RunList) -> Option<ListRun> {
+        bin.front()
+    }
+    fn remove(bin: &mut RunList, run: ListRun, why: Removal) {
+        if why != Removal::Full {
+            bin.remove(run);
+        }
+    }
+    fn for_each(bin: &RunList, f: &mut dyn FnMut(ListRun)) {
+        bin.for_each(f);
+    }
+    fn check(bin: &RunList) -> Result<(), &'static str> {
+        bin.check()
+    }
+}
+
+/// MRF over a stack of run slots whose `freed` pushes the run again instead of moving it.
+struct MrfTwice;
+
+#[derive(Default)]
+struct Links;
+
+type Slot = RunRef<Links>;
+
+struct Stack {
+    slots: [Cell<Option<Slot>>; 256],
+    len: usize,
+}
+
+impl Default for Stack {
+    fn default() -> Self {
+        Stack {
+            slots: core::array::from_fn(|_| Cell::new(None)),
+            len: 0,
+        }
+    }
+}
+
+impl Stack {
+    fn push(&mut self, r: Slot) {
+        self.slots[self.len].set(Some(r));
+        self.len += 1;
+    }
+    fn remove_top_most(&mut self, r: Slot) {
+        if let Some(i) = (0..self.len)
+            .rev()
+            .find(|&i| self.slots[i].get() == Some(r))
+        {
+            for j in i..self.len - 1 {
+                self.slots[j].set(self.slots[j + 1].get());
+            }
+            self.len -= 1;
+        }
+    }
+}
+
+// SAFETY: none; this policy breaks the contract on purpose (it can know a run twice). The
+// suite stops at the check that sees it.
+unsafe impl RunReuse for MrfTwice {
+    type Links = Links;
+    type Bin = Stack;
+    const NAME: &'static str = "seeded-mrf-twice";
+    fn insert(bin: &mut Stack, run: Slot) {
+        bin.push(run);
+    }
+    fn freed(bin: &mut Stack, run: Slot) {
+        bin.push(run); // the bug: should take it out first
+    }
+    fn pick(bin: &mut Stack) -> Option<Slot> {
+        bin.len.checked_sub(1).and_then(|i| bin.slots[i].get())
+    }
+    fn remove(bin: &mut Stack, run: Slot, _: Removal) {
+        bin.remove_top_most(run);
+    }
+    fn for_each(bin: &Stack, f: &mut dyn FnMut(Slot)) {
+        for s in &bin.slots[..bin.len] {
+            f(s.get().expect("filled slot"));
+        }
+    }
+}
+
+/// MRF whose `freed` pushes the run onto the intrusive list again (without unlinking it).
+struct MrfReinsert;
+
+// SAFETY: none; breaks the list on purpose. The suite stops at the check that sees it.
+unsafe impl RunReuse for MrfReinsert {
+    type Links = ListLinks;
+    type Bin = RunList;
+    const NAME: &'static str = "seeded-mrf-reinsert";
+    fn insert(bin: &mut RunList, run: ListRun) {
+        bin.push_front(run);
+    }
+    fn freed(bin: &mut RunList, run: ListRun) {
+        bin.push_front(run); // the bug: `move_to_front` unlinks first
+    }
+    fn pick(bin: &mut RunList) -> Option<ListRun> {
+        bin.front()
+    }
+    fn remove(bin: &mut RunList, run: ListRun, _: Removal) {
+        bin.remove(run);
+    }
+    fn for_each(bin: &RunList, f: &mut dyn FnMut(ListRun)) {
+        bin.for_each(f);
+    }
+    fn check(bin: &RunList) -> Result<(), &'static str> {
+        bin.check()
+    }
+}
+
+/// Thread-local arenas as in mozilla bug 1436541: a request above 512 bytes re-binds the
+/// thread to the shared arena 0, for good.
+struct ClobberedThreadArenas;
+
+impl ArenaChoice for ClobberedThreadArenas {
+    type State = ();
+    const NAME: &'static str = "seeded-clobbered-thread-arenas";
+    fn init(_: &Options) {}
+    fn choose(ctx: &ArenaCtx<'_>, _: &(), size: usize) -> usize {
+        if size > 512 {
+            ctx.bind_thread(0); // the bug: the newest binding wins from now on
+            return 0;
+        }
+        match ctx.thread_binding() {
+            Some(a) => a,
+            None => {
+                let a = ctx.lease();
+                ctx.bind_thread(a);
+                a
+            }
+        }
+    }
+    fn thread_exit(ctx: &ArenaCtx<'_>, _: &(), arena: usize) {
+        ctx.release(arena);
+    }
+}
+
+const SEED: Option<u64> = Some(0x5eed);
+
+#[test]
+fn lifo_keeping_full_runs_is_caught_as_full_run_known() {
+    let (ops, f) = find_counterexample::<Using<LifoKeepsFull, Single>, Unmodeled>(32, 400, SEED)
+        .expect("the seeded LIFO bug went unnoticed");
+    assert!(
+        f.is_violation(ViolationKind::FullRunKnown),
+        "{f} after {ops:?}"
+    );
+    // The kit finds it too, by the same check.
+    let f = check_run_reuse::<LifoKeepsFull, Unmodeled>().expect_err("kit missed the bug");
+    assert!(f.is_violation(ViolationKind::FullRunKnown), "{f}");
+}
+
+#[test]
+fn mrf_knowing_a_run_twice_is_caught_as_run_known_twice() {
+    let (ops, f) = find_counterexample::<Using<MrfTwice, Single>, Unmodeled>(32, 400, SEED)
+        .expect("the seeded MRF bug went unnoticed");
+    assert!(
+        f.is_violation(ViolationKind::RunKnownTwice),
+        "{f} after {ops:?}"
+    );
+    let f = check_run_reuse::<MrfTwice, Unmodeled>().expect_err("kit missed the bug");
+    assert!(f.is_violation(ViolationKind::RunKnownTwice), "{f}");
+}
+
+#[test]
+fn mrf_reinserting_into_its_list_is_caught_by_the_policy_check() {
+    let (ops, f) = find_counterexample::<Using<MrfReinsert, Single>, Unmodeled>(32, 400, SEED)
+        .expect("the seeded MRF list bug went unnoticed");
+    assert!(
+        f.is_violation(ViolationKind::Policy("")),
+        "{f} after {ops:?}"
+    );
+}
+
+#[test]
+fn a_large_request_resetting_the_thread_arena_is_caught() {
+    let f = check_arena_choice::<ClobberedThreadArenas>().expect_err("kit missed the bug");
+    assert_eq!(f.check, Check::ArenaChoice, "{f}");
+    assert!(f.detail.contains("513-byte request"), "{f}");
+    // The state machine alone cannot see it: one thread, any arena is a valid arena.
+    assert!(
+        find_counterexample::<Using<alloclab_policies::Lifo, ClobberedThreadArenas>, LifoModel>(
+            4, 200, SEED
+        )
+        .is_none()
+    );
+}
