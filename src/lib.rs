@@ -4,3 +4,7 @@
 pub use alloclab_core::*;
 pub use alloclab_policies as policies;
 pub use alloclab_policies::{configs, for_each_config};
+
+pub mod generate;
+pub mod replay;
+pub mod trace;

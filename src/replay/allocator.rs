@@ -1,0 +1,129 @@
+//! The allocator under replay: a small interface (the calls a trace makes, plus statistics)
+//! that alloclab's heaps implement here and that peers (glibc, jemalloc, mimalloc, ...) can
+//! implement to be replayed the same way.
+
+use alloclab_core::size_class::NBINS;
+use alloclab_core::{BinStats, Config, Heap};
+
+/// An allocator that traces can be replayed against.
+///
+/// The replayer hands back to `free` and `realloc` only pointers this allocator returned and
+/// has not freed, each at most once; it never calls through a null pointer it got back.
+pub trait ReplayAllocator: Sync {
+    /// A short name for reports.
+    fn name(&self) -> String;
+    /// What it is, in more detail (policies, options, version).
+    fn describe(&self) -> String;
+    /// `malloc(size)`.
+    fn malloc(&self, size: usize) -> *mut u8;
+    /// `calloc(count, size)`: zeroed, null if the product overflows.
+    fn calloc(&self, count: usize, size: usize) -> *mut u8;
+    /// `size` bytes aligned to `align` (a power of two): posix_memalign, aligned_alloc,
+    /// memalign and valloc all come here.
+    fn memalign(&self, align: usize, size: usize) -> *mut u8;
+    /// C's `realloc`.
+    ///
+    /// # Safety
+    /// `ptr` is null or a live allocation of this allocator, not used afterwards unless the
+    /// call returns null with a non-zero `size`.
+    unsafe fn realloc(&self, ptr: *mut u8, size: usize) -> *mut u8;
+    /// C's `free`.
+    ///
+    /// # Safety
+    /// `ptr` is null or a live allocation of this allocator, not used afterwards.
+    unsafe fn free(&self, ptr: *mut u8);
+    /// What the allocator knows of itself now; `None` for figures it does not report.
+    fn stats(&self) -> HeapStats;
+    /// Checks the allocator's own consistency after a replay (if it can).
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// An allocator's own figures, as far as it reports them (bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HeapStats {
+    /// Usable bytes of live allocations.
+    pub allocated: Option<usize>,
+    /// Bytes of pages backing live allocations.
+    pub active: Option<usize>,
+    /// Bytes mapped from the OS.
+    pub mapped: Option<usize>,
+    /// Free pages not yet returned to the OS.
+    pub dirty: Option<usize>,
+    /// The allocator's own structures.
+    pub metadata: Option<usize>,
+    /// The allocator's estimate of its resident bytes.
+    pub resident_estimate: Option<usize>,
+    /// alloclab's per-bin counters, indexed like `size_class::class_size`.
+    pub bins: Option<[BinStats; NBINS]>,
+}
+
+impl HeapStats {
+    /// `1 - allocated / active`: the share of active pages not holding live data.
+    pub fn fragmentation(&self) -> Option<f64> {
+        match (self.allocated, self.active) {
+            (Some(_), Some(0)) => Some(0.0),
+            (Some(a), Some(b)) => Some(1.0 - a as f64 / b as f64),
+            _ => None,
+        }
+    }
+}
+
+// The calls are kept out of line: a program calls `malloc` through a function call, and so
+// does the replay of a peer through its C entry points, so every allocator pays the same call
+// cost; and profilers then see the allocator's cost apart from the replayer's
+// (`callgrind_annotate --inclusive=yes`: the `ReplayAllocator` methods against `run_single`).
+impl<C: Config> ReplayAllocator for Heap<C> {
+    fn name(&self) -> String {
+        C::NAME.to_string()
+    }
+
+    fn describe(&self) -> String {
+        Heap::describe(self)
+    }
+
+    #[inline(never)]
+    fn malloc(&self, size: usize) -> *mut u8 {
+        Heap::malloc(self, size)
+    }
+
+    #[inline(never)]
+    fn calloc(&self, count: usize, size: usize) -> *mut u8 {
+        Heap::calloc(self, count, size)
+    }
+
+    #[inline(never)]
+    fn memalign(&self, align: usize, size: usize) -> *mut u8 {
+        self.allocate(size, align, false)
+    }
+
+    #[inline(never)]
+    unsafe fn realloc(&self, ptr: *mut u8, size: usize) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        unsafe { self.realloc_c(ptr, size) }
+    }
+
+    #[inline(never)]
+    unsafe fn free(&self, ptr: *mut u8) {
+        // SAFETY: forwarded contract.
+        unsafe { Heap::free(self, ptr) }
+    }
+
+    fn stats(&self) -> HeapStats {
+        let s = Heap::stats(self);
+        HeapStats {
+            allocated: Some(s.allocated),
+            active: Some(s.active),
+            mapped: Some(s.mapped),
+            dirty: Some(s.dirty),
+            metadata: Some(s.metadata),
+            resident_estimate: Some(s.resident),
+            bins: Some(s.bins),
+        }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        self.check_invariants().map_err(|v| v.to_string())
+    }
+}
