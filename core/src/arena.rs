@@ -943,16 +943,27 @@ impl<C: Config> ArenaInner<C> {
                 Err(Violation::new(ViolationKind::NonFullRunUnknown))
             };
         }
-        let bytes = round_up(count * 8, PAGE).unwrap_or(PAGE);
-        let Some(scratch) = os::map(bytes) else {
-            return Ok(());
+        // A stack buffer for the common case; mapped scratch for bins with many runs.
+        let mut on_stack = [0usize; 128];
+        let mapped = if count > on_stack.len() {
+            let bytes = round_up(count * 8, PAGE).unwrap_or(PAGE);
+            match os::map(bytes) {
+                Some(m) => Some((m, bytes)),
+                None => return Ok(()),
+            }
+        } else {
+            None
         };
-        let slice = scratch.as_ptr().cast::<usize>();
+        let slice = match mapped {
+            Some((m, _)) => m.as_ptr().cast::<usize>(),
+            None => on_stack.as_mut_ptr(),
+        };
         let mut n = 0;
         let mut bad: Result<(), Violation> = Ok(());
         C::Reuse::for_each(policy, &mut |r| {
             if n < count {
-                // SAFETY: `n < count` slots fit in the scratch mapping.
+                // SAFETY: `n < count` slots fit in the buffer (the stack one holds
+                // `on_stack.len() >= count`, the mapped one `count`).
                 unsafe { slice.add(n).write(r.addr()) };
                 n += 1;
             }
@@ -964,8 +975,10 @@ impl<C: Config> ArenaInner<C> {
         let known = unsafe { core::slice::from_raw_parts_mut(slice, n) };
         known.sort_unstable();
         let twice = known.windows(2).find(|w| w[0] == w[1]).map(|w| w[0]);
-        // SAFETY: mapped above, no longer used.
-        unsafe { os::unmap(scratch.as_ptr(), bytes) };
+        if let Some((m, bytes)) = mapped {
+            // SAFETY: mapped above, no longer used.
+            unsafe { os::unmap(m.as_ptr(), bytes) };
+        }
         bad?;
         if let Some(a) = twice {
             return Err(Violation::new(ViolationKind::RunKnownTwice).at(a));

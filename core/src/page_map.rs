@@ -48,6 +48,8 @@ pub enum Owner {
 /// The radix tree. Lives in memory mapped by its owner; see [`PageMap::create`].
 pub struct PageMap {
     root: NonNull<AtomicPtr<Leaf>>,
+    /// Leaves published so far (for `metadata_bytes`, without scanning the root).
+    leaves: AtomicUsize,
 }
 
 // SAFETY: all shared state is reached through atomics.
@@ -61,18 +63,16 @@ impl PageMap {
         let bytes = ROOT_LEN * core::mem::size_of::<AtomicPtr<Leaf>>();
         let root = os::map(bytes)?.cast::<AtomicPtr<Leaf>>();
         // Zeroed memory is a valid array of null atomic pointers (these are `core`'s atomics).
-        Some(PageMap { root })
+        Some(PageMap {
+            root,
+            leaves: AtomicUsize::new(0),
+        })
     }
 
     /// Bytes of metadata mapped for this tree.
     pub fn metadata_bytes(&self) -> usize {
-        let mut n = ROOT_LEN * core::mem::size_of::<AtomicPtr<Leaf>>();
-        for i in 0..ROOT_LEN {
-            if !self.slot(i).load(Ordering::Relaxed).is_null() {
-                n += core::mem::size_of::<Leaf>();
-            }
-        }
-        n
+        ROOT_LEN * core::mem::size_of::<AtomicPtr<Leaf>>()
+            + self.leaves.load(Ordering::Relaxed) * core::mem::size_of::<Leaf>()
     }
 
     #[inline(always)]
@@ -125,8 +125,11 @@ impl PageMap {
             Ordering::AcqRel,
             Ordering::Acquire,
         ) {
-            // SAFETY: we just published it.
-            Ok(_) => Some(unsafe { &*fresh.as_ptr() }),
+            Ok(_) => {
+                self.leaves.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: we just published it.
+                Some(unsafe { &*fresh.as_ptr() })
+            }
             Err(other) => {
                 // SAFETY: `fresh` was never published.
                 unsafe { Self::free_leaf(fresh.as_ptr()) };
