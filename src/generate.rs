@@ -19,6 +19,7 @@
 //! The output is a munged logalloc trace (pid 1, threads 1..n, slot ids), fully determined by
 //! the parameters: the same seed gives the same bytes.
 
+use crate::rng::SplitMix64;
 use crate::trace::{write_line, Func, Op, Slot, NO_SLOT};
 use std::fmt;
 use std::io::{self, Write};
@@ -257,26 +258,6 @@ impl Summary {
     }
 }
 
-/// splitmix64: small, fast, and the same everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `0..n` (`n > 0`).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo + 1)
-    }
-}
-
 #[derive(Clone, Copy)]
 struct Object {
     slot: Slot,
@@ -296,7 +277,7 @@ struct ThreadState {
 struct Gen<'w, W: Write + ?Sized> {
     p: &'w Params,
     out: &'w mut W,
-    rng: Rng,
+    rng: SplitMix64,
     free_slots: Vec<Slot>,
     next_slot: Slot,
     live: u64,
@@ -522,7 +503,7 @@ pub fn generate<W: Write + ?Sized>(p: &Params, out: &mut W) -> io::Result<Summar
     let mut g = Gen {
         p,
         out,
-        rng: Rng(p.seed),
+        rng: SplitMix64::new(p.seed),
         free_slots: Vec::new(),
         next_slot: 0,
         live: 0,

@@ -7,4 +7,5 @@ pub use alloclab_policies::{configs, for_each_config};
 
 pub mod generate;
 pub mod replay;
+pub mod rng;
 pub mod trace;

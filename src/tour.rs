@@ -5,6 +5,7 @@
 //! objects are built up and torn down together, while a few objects from each burst live on
 //! (replacing older long-lived ones at random), so that runs are left partly used.
 
+use alloclab::rng::SplitMix64;
 use alloclab::{for_each_config, Config, Heap, Stats};
 use std::time::{Duration, Instant};
 
@@ -25,37 +26,22 @@ pub struct TourArgs {
     pub seed: u64,
 }
 
-/// A deterministic PRNG (splitmix64) so every config sees the same request stream.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 const BURST_SIZES: [usize; 12] = [16, 24, 32, 48, 64, 96, 128, 200, 256, 512, 1024, 3000];
 
 fn worker<C: Config>(heap: &Heap<C>, args: &TourArgs, thread: usize) -> Vec<(usize, usize)> {
-    let mut rng = Rng(args.seed.wrapping_mul(1000).wrapping_add(thread as u64));
+    let mut rng = SplitMix64::new(args.seed.wrapping_mul(1000).wrapping_add(thread as u64));
     let mut keep: Vec<(usize, usize)> = Vec::with_capacity(args.keep);
     let mut burst: Vec<(usize, usize)> = Vec::with_capacity(4096);
     for _ in 0..args.rounds {
-        let size = if rng.below(50) == 0 {
-            4096 + rng.below(200_000)
+        let size = if rng.below(50) as usize == 0 {
+            4096 + rng.below(200_000) as usize
         } else {
-            BURST_SIZES[rng.below(BURST_SIZES.len())]
+            BURST_SIZES[rng.below(BURST_SIZES.len() as u64) as usize]
         };
         let n = if size > 4096 {
-            1 + rng.below(8)
+            1 + rng.below(8) as usize
         } else {
-            50 + rng.below(2000)
+            50 + rng.below(2000) as usize
         };
         for _ in 0..n {
             let p = heap.malloc(size);
@@ -67,12 +53,12 @@ fn worker<C: Config>(heap: &Heap<C>, args: &TourArgs, thread: usize) -> Vec<(usi
         }
         // One object in 25 outlives its burst, replacing an older long-lived one.
         for i in (0..burst.len()).rev() {
-            if rng.below(25) == 0 {
+            if rng.below(25) as usize == 0 {
                 let obj = burst.swap_remove(i);
                 if keep.len() < args.keep {
                     keep.push(obj);
                 } else {
-                    let j = rng.below(keep.len());
+                    let j = rng.below(keep.len() as u64) as usize;
                     let old = std::mem::replace(&mut keep[j], obj);
                     // SAFETY: a live allocation of `heap`, freed once.
                     unsafe { heap.free(old.0 as *mut u8) };

@@ -151,17 +151,22 @@ pub fn current_cpu() -> usize {
     }
 }
 
-/// Writes all of `bytes` to standard error, ignoring failures (there is nobody to tell).
-pub fn write_stderr(bytes: &[u8]) {
+/// Writes all of `bytes` to `fd`, ignoring failures (there is nobody to tell).
+pub fn write_all(fd: i32, bytes: &[u8]) {
     let mut rest = bytes;
     while !rest.is_empty() {
         // SAFETY: the pointer and length describe the live slice `rest`.
-        let n = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
+        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
         if n <= 0 {
             return;
         }
         rest = &rest[n as usize..];
     }
+}
+
+/// Writes all of `bytes` to standard error.
+pub fn write_stderr(bytes: &[u8]) {
+    write_all(2, bytes);
 }
 
 /// Ends the process with SIGABRT, without unwinding and without running anything that could
@@ -190,13 +195,24 @@ pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32) {
 /// Wakes one thread sleeping in [`futex_wait`] on `word`.
 #[cfg(not(loom))]
 pub fn futex_wake(word: &core::sync::atomic::AtomicU32) {
+    futex_wake_n(word, 1);
+}
+
+/// Wakes every thread sleeping in [`futex_wait`] on `word`.
+#[cfg(not(loom))]
+pub fn futex_wake_all(word: &core::sync::atomic::AtomicU32) {
+    futex_wake_n(word, i32::MAX);
+}
+
+#[cfg(not(loom))]
+fn futex_wake_n(word: &core::sync::atomic::AtomicU32, n: i32) {
     // SAFETY: FUTEX_WAKE only uses the address as a key.
     unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
             libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
+            n,
         );
     }
 }

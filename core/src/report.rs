@@ -1,40 +1,49 @@
-//! Messages to standard error without allocating: `core::fmt` into a stack buffer, then
-//! `write(2)`. Used for fatal errors and for statistics printed from inside an allocator.
+//! Messages to standard error (or any descriptor) without allocating: `core::fmt` into a
+//! buffer, then `write(2)`. Used for fatal errors, and for statistics and help printed from
+//! inside an allocator.
 
 use core::fmt::{self, Write};
 
-/// A fixed-size buffer that implements `fmt::Write`, flushing to stderr when full.
-pub struct StderrWriter {
-    buf: [u8; 512],
+/// A buffered `fmt::Write` to a file descriptor, flushed when full and when dropped. `N` bytes
+/// are written at once: with `N` up to `PIPE_BUF`, a report that fits stays whole on a pipe
+/// shared with other processes.
+pub struct FdWriter<const N: usize = 512> {
+    fd: i32,
+    buf: [u8; N],
     len: usize,
 }
 
-impl StderrWriter {
-    /// An empty writer.
-    pub const fn new() -> Self {
-        StderrWriter {
-            buf: [0; 512],
+/// A writer to standard error.
+pub type StderrWriter = FdWriter<512>;
+
+impl<const N: usize> FdWriter<N> {
+    /// An empty writer to `fd`.
+    pub const fn new(fd: i32) -> Self {
+        FdWriter {
+            fd,
+            buf: [0; N],
             len: 0,
         }
     }
 
     /// Writes out what is buffered.
     pub fn flush(&mut self) {
-        crate::os::write_stderr(&self.buf[..self.len]);
+        crate::os::write_all(self.fd, &self.buf[..self.len]);
         self.len = 0;
     }
 }
 
-impl Default for StderrWriter {
-    fn default() -> Self {
-        Self::new()
+impl StderrWriter {
+    /// An empty writer to standard error.
+    pub const fn stderr() -> Self {
+        FdWriter::new(2)
     }
 }
 
-impl Write for StderrWriter {
+impl<const N: usize> Write for FdWriter<N> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         for &b in s.as_bytes() {
-            if self.len == self.buf.len() {
+            if self.len == N {
                 self.flush();
             }
             self.buf[self.len] = b;
@@ -44,7 +53,7 @@ impl Write for StderrWriter {
     }
 }
 
-impl Drop for StderrWriter {
+impl<const N: usize> Drop for FdWriter<N> {
     fn drop(&mut self) {
         self.flush();
     }
@@ -54,7 +63,7 @@ impl Drop for StderrWriter {
 #[cold]
 pub fn fatal(args: fmt::Arguments<'_>) -> ! {
     {
-        let mut w = StderrWriter::new();
+        let mut w = StderrWriter::stderr();
         let _ = w.write_str("alloclab: ");
         let _ = w.write_fmt(args);
         let _ = w.write_str("\n");

@@ -207,7 +207,7 @@ impl Stats {
 
     /// Prints the report to standard error without allocating.
     pub fn print_stderr(&self, title: &str) {
-        let mut w = crate::report::StderrWriter::new();
+        let mut w = crate::report::StderrWriter::stderr();
         let _ = self.write_report(&mut w, title);
     }
 }

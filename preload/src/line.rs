@@ -104,55 +104,8 @@ impl fmt::Write for Line {
     }
 }
 
-/// Buffered `fmt::Write` to a file descriptor, flushed when full and when dropped.
-pub struct FdWriter {
-    fd: i32,
-    buf: [u8; libc::PIPE_BUF],
-    len: usize,
-}
-
-impl FdWriter {
-    /// A writer to `fd`.
-    pub const fn new(fd: i32) -> FdWriter {
-        FdWriter {
-            fd,
-            buf: [0; libc::PIPE_BUF],
-            len: 0,
-        }
-    }
-
-    fn flush(&mut self) {
-        let mut rest = &self.buf[..self.len];
-        while !rest.is_empty() {
-            // SAFETY: the pointer and length describe the live slice `rest`.
-            let n = unsafe { libc::write(self.fd, rest.as_ptr().cast(), rest.len()) };
-            if n <= 0 {
-                break;
-            }
-            rest = &rest[n as usize..];
-        }
-        self.len = 0;
-    }
-}
-
-impl fmt::Write for FdWriter {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        for &b in s.as_bytes() {
-            if self.len == self.buf.len() {
-                self.flush();
-            }
-            self.buf[self.len] = b;
-            self.len += 1;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for FdWriter {
-    fn drop(&mut self) {
-        self.flush();
-    }
-}
+/// Buffered `fmt::Write` to a file descriptor, `PIPE_BUF` bytes per write.
+pub type FdWriter = alloclab_core::report::FdWriter<{ libc::PIPE_BUF }>;
 
 #[cfg(test)]
 mod tests {

@@ -29,30 +29,11 @@ fn touched(op: &Op) -> [u32; 2] {
 }
 
 fn wake_all(word: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE only uses the address as a key; the word lives as long as the
-    // replay.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            i32::MAX,
-        );
-    }
+    alloclab_core::os::futex_wake_all(word);
 }
 
 fn sleep_while(word: &AtomicU32, value: u32) {
-    // SAFETY: FUTEX_WAIT reads the aligned 32-bit word, which lives as long as the replay; a
-    // null timeout waits until woken (spurious wake-ups are handled by the caller's loop).
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            value,
-            core::ptr::null::<libc::timespec>(),
-        );
-    }
+    alloclab_core::os::futex_wait(word, value);
 }
 
 /// Waits until `word` counts `version` calls done.

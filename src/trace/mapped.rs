@@ -49,26 +49,6 @@ unsafe impl<T: Plain + Send> Send for MappedVec<T> {}
 // SAFETY: as above; `&MappedVec` only gives `&[T]`.
 unsafe impl<T: Plain + Sync> Sync for MappedVec<T> {}
 
-fn map(bytes: usize) -> Option<NonNull<u8>> {
-    // SAFETY: an anonymous private mapping at an address of the kernel's choosing cannot
-    // clobber anything.
-    let p = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        None
-    } else {
-        NonNull::new(p.cast())
-    }
-}
-
 impl<T: Plain> MappedVec<T> {
     /// An empty array; maps nothing until the first push.
     pub const fn new() -> Self {
@@ -121,7 +101,7 @@ impl<T: Plain> MappedVec<T> {
             .and_then(|b| b.checked_add(PAGE - 1))
             .map(|b| b & !(PAGE - 1))
             .expect("MappedVec: size overflows");
-        let new = map(bytes)
+        let new = alloclab_core::os::map(bytes)
             .unwrap_or_else(|| panic!("MappedVec: the kernel refused a mapping of {bytes} bytes"));
         if self.mapped != 0 {
             // SAFETY: both mappings are ours and distinct; the first `len` elements of the old
@@ -132,7 +112,7 @@ impl<T: Plain> MappedVec<T> {
                     new.as_ptr().cast::<T>(),
                     self.len,
                 );
-                libc::munmap(self.ptr.as_ptr().cast(), self.mapped);
+                alloclab_core::os::unmap(self.ptr.as_ptr().cast(), self.mapped);
             }
         }
         self.ptr = new.cast();
@@ -178,7 +158,7 @@ impl<T: Plain> Drop for MappedVec<T> {
         if self.mapped != 0 {
             // SAFETY: the mapping is ours and nothing borrows it anymore (`&mut self`);
             // `Plain` elements need no drop.
-            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.mapped) };
+            unsafe { alloclab_core::os::unmap(self.ptr.as_ptr().cast(), self.mapped) };
         }
     }
 }
