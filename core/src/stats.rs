@@ -182,27 +182,7 @@ impl Stats {
             self.huge_allocations,
             self.huge_frees
         )?;
-        writeln!(
-            w,
-            "{:>6} {:>8} {:>8} {:>10} {:>12} {:>12}",
-            "bin", "runs", "nonfull", "live", "allocations", "frees"
-        )?;
-        for (i, b) in self.bins.iter().enumerate() {
-            if b.allocations == 0 {
-                continue;
-            }
-            writeln!(
-                w,
-                "{:>6} {:>8} {:>8} {:>10} {:>12} {:>12}",
-                class_size(i),
-                b.runs,
-                b.nonfull_runs,
-                b.live,
-                b.allocations,
-                b.frees
-            )?;
-        }
-        Ok(())
+        write_bin_table(&self.bins, w, "")
     }
 
     /// Prints the report to standard error without allocating.
@@ -210,4 +190,27 @@ impl Stats {
         let mut w = crate::report::StderrWriter::stderr();
         let _ = self.write_report(&mut w, title);
     }
+}
+
+/// Writes one line per bin that served an allocation (size, runs, non-full runs, live regions,
+/// allocations, frees) under a header line, each line starting with `indent`.
+pub fn write_bin_table(bins: &[BinStats; NBINS], w: &mut dyn Write, indent: &str) -> fmt::Result {
+    writeln!(
+        w,
+        "{indent}{:>6} {:>8} {:>8} {:>10} {:>12} {:>12}",
+        "bin", "runs", "nonfull", "live", "allocations", "frees"
+    )?;
+    for (i, b) in bins.iter().enumerate().filter(|(_, b)| b.allocations > 0) {
+        writeln!(
+            w,
+            "{indent}{:>6} {:>8} {:>8} {:>10} {:>12} {:>12}",
+            class_size(i),
+            b.runs,
+            b.nonfull_runs,
+            b.live,
+            b.allocations,
+            b.frees
+        )?;
+    }
+    Ok(())
 }

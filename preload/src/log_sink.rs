@@ -168,20 +168,7 @@ struct Shared(UnsafeCell<File>);
 // handler holds it too: it was taken before the fork, and the child has one thread).
 unsafe impl Sync for Shared {}
 
-static FILE: Shared = Shared(UnsafeCell::new(File {
-    buf: [0; BUF_BYTES],
-    len: 0,
-    fd: -1,
-    dev: 0,
-    ino: 0,
-    regular: true,
-    write_through: false,
-    per_process: false,
-    template: [0; PATH_BYTES],
-    template_len: 0,
-    path: [0; PATH_BYTES + 1],
-    path_len: 0,
-}));
+static FILE: Shared = Shared(UnsafeCell::new(File::closed()));
 
 /// The lock, held; gives the file.
 pub struct Held(());
@@ -238,6 +225,24 @@ pub fn append(me: &Me, line: &[u8]) {
 }
 
 impl File {
+    /// No log open: the state before `log:` is configured.
+    const fn closed() -> File {
+        File {
+            buf: [0; BUF_BYTES],
+            len: 0,
+            fd: -1,
+            dev: 0,
+            ino: 0,
+            regular: true,
+            write_through: false,
+            per_process: false,
+            template: [0; PATH_BYTES],
+            template_len: 0,
+            path: [0; PATH_BYTES + 1],
+            path_len: 0,
+        }
+    }
+
     /// `path` from `template` for process `pid`; false if it does not fit.
     fn expand(&mut self, pid: u32) -> bool {
         let mut digits = [0u8; 10];
@@ -571,18 +576,8 @@ mod tests {
     #[test]
     fn paths_expand_the_pid() {
         let mut f = File {
-            buf: [0; BUF_BYTES],
-            len: 0,
-            fd: -1,
-            dev: 0,
-            ino: 0,
-            regular: true,
-            write_through: false,
             per_process: true,
-            template: [0; PATH_BYTES],
-            template_len: 0,
-            path: [0; PATH_BYTES + 1],
-            path_len: 0,
+            ..File::closed()
         };
         let t = b"/tmp/%p/x.%%p.%p";
         f.template[..t.len()].copy_from_slice(t);

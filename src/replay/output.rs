@@ -138,23 +138,10 @@ pub fn write_text(
         mib(h.resident_estimate)
     )?;
     if let Some(bins) = &h.bins {
-        writeln!(
-            w,
-            "bins       {:>6} {:>7} {:>8} {:>9} {:>12} {:>12}",
-            "size", "runs", "nonfull", "live", "allocations", "frees"
-        )?;
-        for (i, b) in bins.iter().enumerate().filter(|(_, b)| b.allocations > 0) {
-            writeln!(
-                w,
-                "           {:>6} {:>7} {:>8} {:>9} {:>12} {:>12}",
-                class_size(i),
-                b.runs,
-                b.nonfull_runs,
-                b.live,
-                b.allocations,
-                b.frees
-            )?;
-        }
+        let mut table = String::new();
+        // Writing into a String cannot fail.
+        let _ = alloclab_core::stats::write_bin_table(bins, &mut table, "           ");
+        write!(w, "bins{}", &table[4..])?;
     }
     if !r.snapshots.is_empty() {
         writeln!(
