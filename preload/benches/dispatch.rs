@@ -215,23 +215,25 @@ fn one_run(mode: &str, config: usize, n: usize) {
 
 // ---- the orchestration ----------------------------------------------------------------------
 
-/// Instructions callgrind counted inside the measured function (inclusive).
-fn callgrind(mode: &str, config: usize, n: usize) -> Option<u64> {
-    let out = std::env::temp_dir().join(format!(
-        "alloclab-dispatch-{}-{mode}-{config}-{n}.cg",
-        std::process::id()
-    ));
-    let status = Command::new("valgrind")
-        .args(["--tool=callgrind", "-q"])
+/// Runs `cmd` (its program and arguments; valgrind's options are added here) under callgrind,
+/// collecting only inside functions matching `toggle`; returns the instructions counted.
+fn callgrind_count(
+    toggle: &str,
+    tag: &str,
+    program: &std::path::Path,
+    cmd: impl FnOnce(&mut Command),
+) -> Option<u64> {
+    let out = std::env::temp_dir().join(format!("alloclab-{tag}-{}.cg", std::process::id()));
+    let mut c = Command::new("valgrind");
+    c.args(["--tool=callgrind", "-q"])
         .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(format!("--toggle-collect=*measured_{mode}*"))
-        .arg(std::env::current_exe().unwrap())
-        .args([mode, &config.to_string(), &n.to_string()])
-        .status()
-        .ok()?;
+        .arg(format!("--toggle-collect={toggle}"))
+        .arg(program);
+    cmd(&mut c);
+    let ok = c.status().ok()?.success();
     let text = std::fs::read_to_string(&out).ok()?;
     let _ = std::fs::remove_file(&out);
-    if !status.success() {
+    if !ok {
         return None;
     }
     text.lines()
@@ -242,33 +244,29 @@ fn callgrind(mode: &str, config: usize, n: usize) -> Option<u64> {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
+/// Instructions callgrind counted inside the measured function (inclusive).
+fn callgrind(mode: &str, config: usize, n: usize) -> Option<u64> {
+    callgrind_count(
+        &format!("*measured_{mode}*"),
+        &format!("dispatch-{mode}-{config}-{n}"),
+        &std::env::current_exe().unwrap(),
+        |c| {
+            c.args([mode, &config.to_string(), &n.to_string()]);
+        },
+    )
+}
+
 /// Instructions per pair that callgrind counts in `driver` (`conf`: None for glibc).
 fn c_driver(driver: &std::path::Path, so: &std::path::Path, conf: Option<String>) -> Option<f64> {
     let count = |n: usize| -> Option<u64> {
-        let out =
-            std::env::temp_dir().join(format!("alloclab-driver-{}-{n}.cg", std::process::id()));
-        let mut cmd = Command::new("valgrind");
-        cmd.args(["--tool=callgrind", "-q", "--toggle-collect=measured_c"])
-            .arg(format!("--callgrind-out-file={}", out.display()))
-            .arg(driver)
-            .arg(n.to_string())
-            .env_remove("LD_PRELOAD")
-            .env_remove("ALLOCLAB_CONF");
-        if let Some(conf) = &conf {
-            cmd.env("LD_PRELOAD", so).env("ALLOCLAB_CONF", conf);
-        }
-        let ok = cmd.status().ok()?.success();
-        let text = std::fs::read_to_string(&out).ok()?;
-        let _ = std::fs::remove_file(&out);
-        if !ok {
-            return None;
-        }
-        text.lines()
-            .find_map(|l| {
-                l.strip_prefix("summary: ")
-                    .or_else(|| l.strip_prefix("totals: "))
-            })
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        callgrind_count("measured_c", &format!("driver-{n}"), driver, |c| {
+            c.arg(n.to_string())
+                .env_remove("LD_PRELOAD")
+                .env_remove("ALLOCLAB_CONF");
+            if let Some(conf) = &conf {
+                c.env("LD_PRELOAD", so).env("ALLOCLAB_CONF", conf);
+            }
+        })
     };
     let (n1, n2) = (ITERATIONS / 2, ITERATIONS);
     Some((count(n2)? - count(n1)?) as f64 / (n2 - n1) as f64)

@@ -47,5 +47,6 @@ pub use finding::{Check, Finding};
 pub use harness::Harness;
 pub use ops::Op;
 pub use reuse_model::{
-    AddrOrderedModel, CurrentRunModel, LifoModel, Modeled, MrfModel, ReuseModel, Runs, Unmodeled,
+    AddrOrderedModel, CurrentRunModel, LifoModel, Modeled, MrfModel, RecencyModel, ReuseModel,
+    Runs, Unmodeled,
 };

@@ -65,39 +65,29 @@ impl ReuseModel for Unmodeled {
     fn remove(&mut self, _: usize) {}
 }
 
+/// The list models: non-full runs in the order they became non-full (last = most recent);
+/// the most recent serves. With `MOVE_ON_FREE`, every free also makes its run the most recent.
+#[derive(Default, Debug)]
+pub struct RecencyModel<const MOVE_ON_FREE: bool> {
+    order: Vec<usize>,
+}
+
 /// LIFO: the run that most recently became non-full serves; frees into non-full runs do not
 /// reorder.
-#[derive(Default, Debug)]
-pub struct LifoModel {
-    /// Non-full runs in the order they became non-full (last = most recent).
-    order: Vec<usize>,
-}
-
-impl ReuseModel for LifoModel {
-    fn insert(&mut self, run: usize, _: &Runs<'_>) {
-        self.order.push(run);
-    }
-    fn pick(&mut self, _: &Runs<'_>) -> Option<usize> {
-        self.order.last().copied()
-    }
-    fn remove(&mut self, run: usize) {
-        self.order.retain(|&r| r != run);
-    }
-}
+pub type LifoModel = RecencyModel<false>;
 
 /// MRF: like LIFO, but every free makes its run the most recent.
-#[derive(Default, Debug)]
-pub struct MrfModel {
-    order: Vec<usize>,
-}
+pub type MrfModel = RecencyModel<true>;
 
-impl ReuseModel for MrfModel {
+impl<const MOVE_ON_FREE: bool> ReuseModel for RecencyModel<MOVE_ON_FREE> {
     fn insert(&mut self, run: usize, _: &Runs<'_>) {
         self.order.push(run);
     }
     fn freed(&mut self, run: usize, _: &Runs<'_>) {
-        self.order.retain(|&r| r != run);
-        self.order.push(run);
+        if MOVE_ON_FREE {
+            self.remove(run);
+            self.order.push(run);
+        }
     }
     fn pick(&mut self, _: &Runs<'_>) -> Option<usize> {
         self.order.last().copied()
