@@ -8,7 +8,7 @@ use alloclab::configs::{self, Using};
 use alloclab::policies::{Lifo, Single};
 use alloclab::size_class::{class_size, CHUNK, LARGE_MAX, NBINS, PAGE, SMALL_MAX};
 use alloclab::{Heap, Options};
-use common::{fill, is_mapped, verify_prefix};
+use common::{fill, in_child, is_mapped, residency, verify_prefix};
 
 type H = Heap<Using<Lifo, Single>>;
 
@@ -151,21 +151,32 @@ fn purging_bounds_dirty_pages() {
 
 #[test]
 fn dropping_a_heap_unmaps_its_memory() {
-    let (chunk, huge) = {
-        let h = Heap::<configs::Lifo>::new();
-        let p = h.malloc(100);
-        let g = h.malloc(4 * CHUNK);
-        assert!(is_mapped(p as usize) && is_mapped(g as usize));
-        (p as usize, g as usize)
-    };
-    assert!(
-        !is_mapped(chunk),
-        "chunk still mapped after the heap was dropped"
-    );
-    assert!(
-        !is_mapped(huge),
-        "huge mapping still mapped after the heap was dropped"
-    );
+    // In a child: the only thread there is this one, so nothing else can map the freed range
+    // before it is checked. `prefork` around the fork, because the child's heap registers with
+    // the process-wide thread registry, whose lock another test thread may hold at that moment.
+    let mut heap = Some(Heap::<configs::Lifo>::new());
+    heap.as_ref().unwrap().prefork();
+    let verdict = in_child(|| {
+        let (chunk, huge) = {
+            let h = heap.take().unwrap();
+            h.postfork_child();
+            let p = h.malloc(100);
+            let g = h.malloc(4 * CHUNK);
+            if !(is_mapped(p as usize) && is_mapped(g as usize)) {
+                return Err("a live allocation is not mapped");
+            }
+            (p as usize, g as usize)
+        };
+        if is_mapped(chunk) {
+            return Err("chunk still mapped after the heap was dropped");
+        }
+        if is_mapped(huge) || is_mapped(huge + 4 * CHUNK - 1) {
+            return Err("huge mapping still mapped after the heap was dropped");
+        }
+        Ok(())
+    });
+    heap.as_ref().unwrap().postfork_parent();
+    assert_eq!(verdict, Ok(()));
 }
 
 #[test]
@@ -220,14 +231,9 @@ fn statistics_follow_allocations() {
     );
 }
 
-/// Whether the page holding `addr` is resident (mincore).
+/// Whether the page holding `addr` (which must be mapped) is resident.
 fn resident(addr: usize) -> bool {
-    let page = addr & !(PAGE - 1);
-    let mut v = 0u8;
-    // SAFETY: `page` lies in a mapping of this process; `v` receives one byte.
-    let r = unsafe { libc::mincore(page as *mut libc::c_void, PAGE, &mut v) };
-    assert_eq!(r, 0);
-    v & 1 == 1
+    residency(addr).expect("a live allocation's page is mapped")
 }
 
 #[test]

@@ -91,25 +91,87 @@ pub unsafe fn verify_prefix(p: *const u8, size: usize, len: usize, tag: u64) {
     }
 }
 
-/// Mapped address ranges of this process, from /proc/self/maps.
-pub fn mappings() -> Vec<(usize, usize)> {
-    std::fs::read_to_string("/proc/self/maps")
-        .unwrap()
-        .lines()
-        .filter_map(|l| {
-            let range = l.split_whitespace().next()?;
-            let (a, b) = range.split_once('-')?;
-            Some((
-                usize::from_str_radix(a, 16).ok()?,
-                usize::from_str_radix(b, 16).ok()?,
-            ))
-        })
-        .collect()
+/// Whether the page holding `addr` is mapped (`None` if not) and resident. `mincore` answers
+/// without touching the page and without allocating, so it is safe in a forked child.
+pub fn residency(addr: usize) -> Option<bool> {
+    let page = addr & !(4096 - 1);
+    let mut v = 0u8;
+    // SAFETY: mincore only reads the page tables; `v` has room for the one page asked about.
+    let r = unsafe { libc::mincore(page as *mut libc::c_void, 1, &mut v) };
+    if r == 0 {
+        return Some(v & 1 == 1);
+    }
+    let err = std::io::Error::last_os_error().raw_os_error();
+    assert_eq!(
+        err,
+        Some(libc::ENOMEM),
+        "mincore({page:#x}) failed unexpectedly"
+    );
+    None
 }
 
-/// Whether `addr` is mapped in this process.
+/// Whether the page holding `addr` is mapped in this process.
 pub fn is_mapped(addr: usize) -> bool {
-    mappings().iter().any(|&(a, b)| a <= addr && addr < b)
+    residency(addr).is_some()
+}
+
+/// Runs `f` in a forked child, which has this one thread only, and returns the message `f`
+/// failed with, if any (`f`'s message is a `&'static str`: building it allocates nothing). For checks about the address space: in the test process itself, another
+/// test thread may map an address between the moment it is freed and the moment it is checked.
+/// `f` must not allocate through the system allocator (other test threads may hold its locks at
+/// the moment of the fork).
+pub fn in_child(f: impl FnOnce() -> Result<(), &'static str>) -> Result<(), String> {
+    let mut fds = [0; 2];
+    // SAFETY: plain syscalls on valid out-pointers; the child only runs `f`, writes its verdict
+    // to the pipe and `_exit`s.
+    unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        let pid = libc::fork();
+        assert!(pid >= 0);
+        if pid == 0 {
+            libc::close(fds[0]);
+            let code = match f() {
+                Ok(()) => 0,
+                Err(msg) => {
+                    libc::write(fds[1], msg.as_ptr().cast(), msg.len());
+                    1
+                }
+            };
+            libc::_exit(code);
+        }
+        libc::close(fds[1]);
+        // The verdict is short and fits the pipe's buffer: wait first (with a deadline, so a
+        // child deadlocked on a lock some vanished thread held becomes a failure, not a hang),
+        // then read.
+        let mut status = 0;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while libc::waitpid(pid, &mut status, libc::WNOHANG) == 0 {
+            if std::time::Instant::now() > deadline {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+                panic!("child hung (deadlocked?)");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mut buf = [0u8; 512];
+        let mut len = 0;
+        while len < buf.len() {
+            let n = libc::read(fds[0], buf[len..].as_mut_ptr().cast(), buf.len() - len);
+            if n <= 0 {
+                break;
+            }
+            len += n as usize;
+        }
+        libc::close(fds[0]);
+        assert!(
+            libc::WIFEXITED(status),
+            "child did not exit normally (status {status:#x})"
+        );
+        if libc::WEXITSTATUS(status) == 0 {
+            return Ok(());
+        }
+        Err(String::from_utf8_lossy(&buf[..len]).into_owned())
+    }
 }
 
 /// Runs `f` in a forked child with stderr captured; asserts that the child died of SIGABRT and
