@@ -1,7 +1,10 @@
 //! This whole test binary allocates through `Heap<Lifo>`: the test harness, std's threads,
 //! collections, formatting. The heap must never allocate through itself to get there.
 
+mod common;
+
 use alloclab::{configs::Lifo, Heap};
+use common::in_child;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 #[global_allocator]
@@ -75,6 +78,48 @@ fn many_short_threads() {
         std::thread::spawn(|| (0..100).map(|i| vec![i; i]).collect::<Vec<_>>().len())
             .join()
             .unwrap();
+    }
+    GLOBAL.check_invariants().unwrap();
+}
+
+/// A program whose global allocator is a `Heap` can `fork()` while its threads allocate, with
+/// nothing to set up: the heap installed its fork handlers on first use. The child allocates
+/// through the global heap (collections, formatting).
+#[test]
+fn fork_while_threads_allocate_needs_no_setup() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy: Vec<_> = (0..3)
+        .map(|t| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut n = 0usize;
+                while !stop.load(Ordering::Relaxed) {
+                    let v: Vec<String> = (0..(n + t) % 50).map(|i| format!("{i}")).collect();
+                    n += v.len() + 1;
+                }
+                n
+            })
+        })
+        .collect();
+    for _ in 0..20 {
+        let verdict = in_child(|| {
+            let m: HashMap<usize, String> = (0..500).map(|i| (i, "x".repeat(i))).collect();
+            if m.values().map(String::len).sum::<usize>() != 499 * 500 / 2 {
+                return Err("wrong contents in the child");
+            }
+            drop(m);
+            if GLOBAL.check_invariants().is_err() {
+                return Err("invariants broken in the child");
+            }
+            Ok(())
+        });
+        assert_eq!(verdict, Ok(()));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in busy {
+        assert!(t.join().unwrap() > 0);
     }
     GLOBAL.check_invariants().unwrap();
 }

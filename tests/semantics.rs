@@ -152,14 +152,12 @@ fn purging_bounds_dirty_pages() {
 #[test]
 fn dropping_a_heap_unmaps_its_memory() {
     // In a child: the only thread there is this one, so nothing else can map the freed range
-    // before it is checked. `prefork` around the fork, because the child's heap registers with
-    // the process-wide thread registry, whose lock another test thread may hold at that moment.
-    let mut heap = Some(Heap::<configs::Lifo>::new());
-    heap.as_ref().unwrap().prefork();
+    // before it is checked. The child's heap registers with the process-wide thread registry,
+    // which another test thread may hold at the fork: the fork handlers take it around the fork.
+    alloclab::fork::install();
     let verdict = in_child(|| {
         let (chunk, huge) = {
-            let h = heap.take().unwrap();
-            h.postfork_child();
+            let h = Heap::<configs::Lifo>::new();
             let p = h.malloc(100);
             let g = h.malloc(4 * CHUNK);
             if !(is_mapped(p as usize) && is_mapped(g as usize)) {
@@ -175,7 +173,6 @@ fn dropping_a_heap_unmaps_its_memory() {
         }
         Ok(())
     });
-    heap.as_ref().unwrap().postfork_parent();
     assert_eq!(verdict, Ok(()));
 }
 

@@ -6,6 +6,7 @@ mod common;
 use alloclab::configs::{self, Using};
 use alloclab::policies::{Hashed, Lifo, PerCpu, RoundRobin, Single, ThreadLocal};
 use alloclab::{Config, Heap, Options};
+use common::in_child;
 use std::sync::{Arc, Barrier};
 
 /// Mozilla bug 1436541: one allocation above 512 bytes re-pointed a thread at the shared
@@ -214,66 +215,80 @@ fn heap_dropped_before_thread_exit() {
     t.join().unwrap();
 }
 
-/// `prefork`/`postfork_*` make `fork()` safe while other threads are inside the heap: the
-/// child can allocate even if a thread held an arena lock at the moment of the fork.
+/// The fork handlers a heap installs on first use make `fork()` safe while other threads are
+/// inside any heap of the process, or building one: the child can allocate from every heap, and
+/// make a new one, even if a thread held an arena lock or the thread registry at that moment.
 #[test]
 fn fork_while_threads_allocate() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let heap = Arc::new(Heap::<Using<Lifo, Single>>::new());
+    let single = Arc::new(Heap::<Using<Lifo, Single>>::new());
+    let per_thread = Arc::new(Heap::<configs::AddrOrdered>::new());
+    // First use installs the handlers (`Options::fork_handlers`, on by default).
+    // SAFETY: live allocations of their heaps.
+    unsafe {
+        single.free(single.malloc(1));
+        per_thread.free(per_thread.malloc(1));
+    }
     let stop = Arc::new(AtomicBool::new(false));
-    let busy: Vec<_> = (0..3)
+    let mut busy: Vec<_> = (0..3)
         .map(|t| {
-            let (h, stop) = (heap.clone(), stop.clone());
+            let (a, b, stop) = (single.clone(), per_thread.clone(), stop.clone());
             std::thread::spawn(move || {
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    let p = h.malloc(16 + (n as usize * 7 + t) % 5000);
-                    // SAFETY: live allocation of `h`.
-                    unsafe { h.free(p) };
+                    let size = 16 + (n as usize * 7 + t) % 5000;
+                    // SAFETY: live allocations of their heaps.
+                    unsafe {
+                        a.free(a.malloc(size));
+                        b.free(b.malloc(size * 3));
+                    }
                     n += 1;
                 }
                 n
             })
         })
         .collect();
-    for _ in 0..20 {
-        heap.prefork();
-        // SAFETY: fork in a test; the child only uses the heap (whose locks it resets) and
-        // `_exit`s.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
-            heap.postfork_child();
-            let ok = (0..1000).all(|i| {
-                let p = heap.malloc(i % 4000 + 1);
-                // SAFETY: live allocation of `heap`.
-                unsafe { heap.free(p) };
-                !p.is_null()
-            }) && heap.check_invariants().is_ok();
-            // SAFETY: ends the child without running the parent's destructors.
-            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-        }
-        heap.postfork_parent();
-        let mut status = 0;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        // SAFETY: polls the child just forked; kills it if it hangs (a deadlocked lock).
-        unsafe {
-            while libc::waitpid(pid, &mut status, libc::WNOHANG) == 0 {
-                if std::time::Instant::now() > deadline {
-                    libc::kill(pid, libc::SIGKILL);
-                    libc::waitpid(pid, &mut status, 0);
-                    panic!("child deadlocked after fork");
-                }
-                std::thread::sleep(std::time::Duration::from_millis(1));
+    // Heaps built and dropped all along: initialization runs under the thread registry's lock.
+    busy.push({
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let h = Heap::<configs::Mrf>::new();
+                // SAFETY: live allocation of `h`.
+                unsafe { h.free(h.malloc(100)) };
+                n += 1;
             }
-        }
-        assert!(
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "child failed: {status:#x}"
-        );
+            n
+        })
+    });
+    for _ in 0..20 {
+        let verdict = in_child(|| {
+            for i in 0..1000 {
+                let (p, q) = (single.malloc(i % 4000 + 1), per_thread.malloc(i * 13 + 1));
+                if p.is_null() || q.is_null() {
+                    return Err("allocation failed in the child");
+                }
+                // SAFETY: live allocations of their heaps.
+                unsafe {
+                    single.free(p);
+                    per_thread.free(q);
+                }
+            }
+            let fresh = Heap::<configs::Lifo>::new();
+            if fresh.malloc(64).is_null() {
+                return Err("a new heap failed in the child");
+            }
+            if single.check_invariants().is_err() || per_thread.check_invariants().is_err() {
+                return Err("invariants broken in the child");
+            }
+            Ok(())
+        });
+        assert_eq!(verdict, Ok(()));
     }
     stop.store(true, Ordering::Relaxed);
-    let ops: u64 = busy.into_iter().map(|t| t.join().unwrap()).sum();
-    assert!(ops > 0);
-    heap.check_invariants().unwrap();
+    let ops: Vec<u64> = busy.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(ops.iter().all(|&n| n > 0), "{ops:?}");
+    single.check_invariants().unwrap();
+    per_thread.check_invariants().unwrap();
 }

@@ -12,6 +12,7 @@ use crate::arena::{Arena, ArenaInner};
 use crate::base::Base;
 use crate::chunk::{ChunkHeader, LARGE, SMALL};
 use crate::error::FreeError;
+use crate::fork::Step;
 use crate::huge::Huge;
 use crate::invariants::{Violation, ViolationKind};
 use crate::lock::RawLock;
@@ -58,7 +59,6 @@ enum Live {
 /// A memory allocator with run-reuse and arena-choice policies fixed by `C`.
 pub struct Heap<C: Config> {
     shared: AtomicPtr<Shared<C>>,
-    init_lock: RawLock,
     options: Options,
     _config: PhantomData<fn() -> C>,
 }
@@ -74,7 +74,7 @@ impl<C: Config> Heap<C> {
     loom_const_fn! {
         /// A heap with the given options.
         pub fn with_options(options: Options) -> Heap<C> {
-            Heap { shared: AtomicPtr::new(ptr::null_mut()), init_lock: RawLock::new(), options, _config: PhantomData }
+            Heap { shared: AtomicPtr::new(ptr::null_mut()), options, _config: PhantomData }
         }
     }
 
@@ -121,53 +121,66 @@ impl<C: Config> Heap<C> {
         (!p.is_null()).then(|| unsafe { &*p })
     }
 
+    /// Builds and publishes the shared state, under the process-wide thread registry's lock:
+    /// one heap initializes at a time (rare: once per heap), and a fork in the middle finds
+    /// no half-built heap (see `fork.rs`).
     #[cold]
     fn init(&self) -> Option<&Shared<C>> {
-        let _g = self.init_lock.guard();
-        let p = self.shared.load(Ordering::Acquire);
-        if !p.is_null() {
-            // SAFETY: as in `shared`.
-            return Some(unsafe { &*p });
+        let shared = crate::thread::under_registry(|reg| {
+            let p = self.shared.load(Ordering::Acquire);
+            if !p.is_null() {
+                // SAFETY: as in `shared`.
+                return Some(unsafe { &*p });
+            }
+            if os::kernel_page_size() != PAGE {
+                fatal(format_args!(
+                    "the kernel's page size is {}, alloclab is built for {}",
+                    os::kernel_page_size(),
+                    PAGE
+                ));
+            }
+            let bytes = round_up(core::mem::size_of::<Shared<C>>(), PAGE)?;
+            let mem = os::map(bytes)?.cast::<Shared<C>>();
+            let Some(map) = PageMap::create() else {
+                // SAFETY: never published.
+                unsafe { os::unmap(mem.as_ptr().cast(), bytes) };
+                return None;
+            };
+            let dirty_max = if self.options.dirty_max_pages == usize::MAX {
+                C::DIRTY_MAX_PAGES
+            } else {
+                self.options.dirty_max_pages
+            };
+            // SAFETY: `mem` is a fresh mapping large enough for `Shared<C>`.
+            unsafe {
+                mem.as_ptr().write(Shared {
+                    map,
+                    base: Base::new(),
+                    huge: Huge::new(),
+                    pool: ArenaPool::new(&self.options),
+                    choice: C::Arenas::init(&self.options),
+                    arena_lock: RawLock::new(),
+                    arenas: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+                    dirty_max,
+                });
+            }
+            // SAFETY: just written; it does not move until the heap drops (which unregisters).
+            let shared = unsafe { &*mem.as_ptr() };
+            shared.pool.register(
+                reg,
+                mem.as_ptr() as *const (),
+                thread_exit_trampoline::<C>,
+                fork_trampoline::<C>,
+            );
+            self.shared.store(mem.as_ptr(), Ordering::Release);
+            Some(shared)
+        });
+        // Outside every lock: glibc may allocate to record the handlers.
+        #[cfg(not(loom))]
+        if shared.is_some() && self.options.fork_handlers {
+            crate::fork::install();
         }
-        if os::kernel_page_size() != PAGE {
-            fatal(format_args!(
-                "the kernel's page size is {}, alloclab is built for {}",
-                os::kernel_page_size(),
-                PAGE
-            ));
-        }
-        let bytes = round_up(core::mem::size_of::<Shared<C>>(), PAGE)?;
-        let mem = os::map(bytes)?.cast::<Shared<C>>();
-        let Some(map) = PageMap::create() else {
-            // SAFETY: never published.
-            unsafe { os::unmap(mem.as_ptr().cast(), bytes) };
-            return None;
-        };
-        let dirty_max = if self.options.dirty_max_pages == usize::MAX {
-            C::DIRTY_MAX_PAGES
-        } else {
-            self.options.dirty_max_pages
-        };
-        // SAFETY: `mem` is a fresh mapping large enough for `Shared<C>`.
-        unsafe {
-            mem.as_ptr().write(Shared {
-                map,
-                base: Base::new(),
-                huge: Huge::new(),
-                pool: ArenaPool::new(&self.options),
-                choice: C::Arenas::init(&self.options),
-                arena_lock: RawLock::new(),
-                arenas: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
-                dirty_max,
-            });
-        }
-        // SAFETY: just written; it does not move until the heap drops (which unregisters).
-        let shared = unsafe { &*mem.as_ptr() };
         shared
-            .pool
-            .register(mem.as_ptr() as *const (), thread_exit_trampoline::<C>);
-        self.shared.store(mem.as_ptr(), Ordering::Release);
-        Some(shared)
     }
 
     // ---- arenas -----------------------------------------------------------------------------
@@ -209,14 +222,18 @@ impl<C: Config> Heap<C> {
         Some(unsafe { &*a })
     }
 
-    fn for_each_arena(&self, mut f: impl FnMut(&Arena<C>)) {
+    fn for_each_arena(&self, f: impl FnMut(&Arena<C>)) {
         if let Some(s) = self.shared_if_init() {
-            for slot in s.arenas.iter() {
-                let a = slot.load(Ordering::Acquire);
-                if !a.is_null() {
-                    // SAFETY: published arenas live until the heap is dropped.
-                    f(unsafe { &*a });
-                }
+            Self::each_arena(s, f);
+        }
+    }
+
+    fn each_arena(s: &Shared<C>, mut f: impl FnMut(&Arena<C>)) {
+        for slot in s.arenas.iter() {
+            let a = slot.load(Ordering::Acquire);
+            if !a.is_null() {
+                // SAFETY: published arenas live until the heap is dropped.
+                f(unsafe { &*a });
             }
         }
     }
@@ -602,48 +619,41 @@ impl<C: Config> Heap<C> {
 
     // ---- fork -------------------------------------------------------------------------------
 
-    /// Takes every lock of this heap (and the process-wide registry), so that `fork()` finds
-    /// none held mid-operation. Pair with `postfork_parent` or `postfork_child`.
-    ///
-    /// Lock order (the order the engine nests them everywhere): heap init, thread registry,
-    /// arena creation, arena pool, base, huge, then the arenas by index.
-    pub fn prefork(&self) {
-        self.init_lock.lock();
-        crate::thread::registry_lock();
-        if let Some(s) = self.shared_if_init() {
-            s.arena_lock.lock();
-            s.pool.lock();
-            s.base.lock();
-            s.huge.lock();
-            self.for_each_arena(|a| a.lock());
+    /// Takes, releases or resets every lock of this heap (see `fork.rs` for the order).
+    fn fork_step(s: &Shared<C>, step: Step) {
+        match step {
+            Step::Lock => {
+                s.arena_lock.lock();
+                s.pool.lock();
+                s.base.lock();
+                s.huge.lock();
+                Self::each_arena(s, |a| a.lock());
+            }
+            Step::Unlock => {
+                Self::each_arena(s, |a| a.unlock());
+                s.huge.unlock();
+                s.base.unlock();
+                s.pool.unlock();
+                s.arena_lock.unlock();
+            }
+            Step::Reset => {
+                Self::each_arena(s, |a| a.reset_lock());
+                s.huge.reset_lock();
+                s.base.reset_lock();
+                s.pool.reset_lock();
+                s.arena_lock.reset();
+            }
         }
     }
+}
 
-    /// Releases what `prefork` took, in the parent.
-    pub fn postfork_parent(&self) {
-        if let Some(s) = self.shared_if_init() {
-            self.for_each_arena(|a| a.unlock());
-            s.huge.unlock();
-            s.base.unlock();
-            s.pool.unlock();
-            s.arena_lock.unlock();
-        }
-        crate::thread::registry_unlock();
-        self.init_lock.unlock();
-    }
-
-    /// Resets what `prefork` took, in the child (whose other threads are gone).
-    pub fn postfork_child(&self) {
-        if let Some(s) = self.shared_if_init() {
-            self.for_each_arena(|a| a.reset_lock());
-            s.huge.reset_lock();
-            s.base.reset_lock();
-            s.pool.reset_lock();
-            s.arena_lock.reset();
-        }
-        crate::thread::registry_reset();
-        self.init_lock.reset();
-    }
+/// Delivers a fork step to the heap at `owner`.
+///
+/// # Safety
+/// `owner` is the `Shared<C>` of a live heap (the registry only calls live heaps).
+unsafe fn fork_trampoline<C: Config>(owner: *const (), step: Step) {
+    // SAFETY: per the contract.
+    Heap::<C>::fork_step(unsafe { &*(owner as *const Shared<C>) }, step);
 }
 
 /// Delivers a thread exit to the arena-choice policy of the heap at `owner`.

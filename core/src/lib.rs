@@ -23,7 +23,8 @@
 //! | | `thread.rs` | thread bindings, thread exit, arena pool (`ArenaCtx`) |
 //! | engine | `arena.rs` | bins, free page runs, purging, small and large paths |
 //! | | `huge.rs` | huge mappings |
-//! | | `heap.rs` | `Heap<C>`: init, dispatch, free, realloc, stats, fork, invariants |
+//! | | `heap.rs` | `Heap<C>`: init, dispatch, free, realloc, stats, invariants |
+//! | | `fork.rs` | `fork()` safety for every heap in the process (`pthread_atfork`) |
 //! | results | `stats.rs`, `invariants.rs`, `error.rs` | what the heap reports |
 //!
 //! This crate knows no concrete policy: those live in `alloclab-policies`.
@@ -54,6 +55,7 @@ pub mod policy;
 mod thread;
 
 mod arena;
+pub mod fork;
 mod heap;
 mod huge;
 

@@ -100,6 +100,9 @@ pub struct Options {
     pub narenas: usize,
     /// Dirty pages an arena keeps before purging; `usize::MAX` means the config's default.
     pub dirty_max_pages: usize,
+    /// Whether the heap's first use installs the process-wide `pthread_atfork` handlers of
+    /// `alloclab::fork` (once per process). Off only for a program that installs its own.
+    pub fork_handlers: bool,
 }
 
 impl Options {
@@ -107,6 +110,7 @@ impl Options {
     pub const DEFAULT: Options = Options {
         narenas: 0,
         dirty_max_pages: usize::MAX,
+        fork_handlers: true,
     };
 }
 

@@ -7,8 +7,12 @@
 //! hands each binding back to its heap's arena-choice policy, if that heap is still alive;
 //! heaps register themselves in the process-wide registry while they live.
 //!
+//! Heaps also initialize under the registry lock (see `under_registry`), which is what lets the
+//! fork handlers (`fork.rs`) cover every heap by taking this one lock first.
+//!
 //! Lock order: registry, then a heap's arena pool. Nothing here allocates.
 
+use crate::fork::Step;
 use crate::lock::RawLock;
 use crate::os;
 use crate::policy::Options;
@@ -30,11 +34,12 @@ struct Binding {
     next: *mut Binding,
 }
 
-/// A live heap, as the registry knows it: where to deliver thread exits.
+/// A live heap, as the registry knows it: where to deliver thread exits and fork steps.
 pub(crate) struct LiveHeap {
     heap_id: u64,
     owner: *const (),
     exit: unsafe fn(*const (), usize),
+    fork: unsafe fn(*const (), Step),
     next: *mut LiveHeap,
 }
 
@@ -287,27 +292,35 @@ impl ArenaPool {
                 heap_id: 0,
                 owner: ptr::null(),
                 exit: noop_exit,
+                fork: noop_fork,
                 next: ptr::null_mut(),
             }),
         }
     }
 
-    /// Registers the heap for thread exits. `self` must not move until `unregister`.
-    pub(crate) fn register(&self, owner: *const (), exit: unsafe fn(*const (), usize)) {
-        REGISTRY.with(|reg| {
-            self.live.with_mut(|l| {
-                // SAFETY: `live` is only touched under the registry lock, which we hold.
-                unsafe {
-                    *l = LiveHeap {
-                        heap_id: self.heap_id,
-                        owner,
-                        exit,
-                        next: reg.live,
-                    };
-                }
-                reg.live = l;
-            })
-        });
+    /// Registers the heap for thread exits and fork steps, in the registry the caller holds.
+    /// `self` must not move until `unregister`.
+    pub(crate) fn register(
+        &self,
+        reg: &mut Registered<'_>,
+        owner: *const (),
+        exit: unsafe fn(*const (), usize),
+        fork: unsafe fn(*const (), Step),
+    ) {
+        let reg = &mut *reg.0;
+        self.live.with_mut(|l| {
+            // SAFETY: `live` is only touched under the registry lock, which the caller holds.
+            unsafe {
+                *l = LiveHeap {
+                    heap_id: self.heap_id,
+                    owner,
+                    exit,
+                    fork,
+                    next: reg.live,
+                };
+            }
+            reg.live = l;
+        })
     }
 
     /// Stops thread exits from reaching this heap; after it returns none is running.
@@ -354,6 +367,33 @@ impl ArenaPool {
 }
 
 unsafe fn noop_exit(_: *const (), _: usize) {}
+unsafe fn noop_fork(_: *const (), _: Step) {}
+
+/// The registry, locked: proof for `ArenaPool::register`.
+pub(crate) struct Registered<'a>(&'a mut RegistryInner);
+
+/// Runs `f` with the process-wide registry locked. Heaps initialize inside it, so that the
+/// fork handlers, which take this lock first, never find a heap half-built.
+pub(crate) fn under_registry<R>(f: impl FnOnce(&mut Registered<'_>) -> R) -> R {
+    REGISTRY.with(|reg| f(&mut Registered(reg)))
+}
+
+/// Applies a fork step to every registered heap, in registration order.
+///
+/// # Safety
+/// The caller holds the registry lock (taken by `registry_lock`).
+pub(crate) unsafe fn each_live_heap(step: Step) {
+    REGISTRY.inner.with_mut(|p| {
+        // SAFETY: the caller holds the registry lock; list nodes are live heaps' `live` cells.
+        unsafe {
+            let mut live = (*p).live;
+            while !live.is_null() {
+                ((*live).fork)((*live).owner, step);
+                live = (*live).next;
+            }
+        }
+    })
+}
 
 /// Locks the process-wide registry (for `fork`: taken first, released last).
 pub(crate) fn registry_lock() {

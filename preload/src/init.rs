@@ -47,9 +47,6 @@ static BOOT: Ops = Ops {
     realloc: |p, size| unsafe { (boot().realloc)(p, size) },
     usable_size: |p| (boot().usable_size)(p),
     stats: || (boot().stats)(),
-    prefork: || (boot().prefork)(),
-    postfork_parent: || (boot().postfork_parent)(),
-    postfork_child: || (boot().postfork_child)(),
     describe: |w| (boot().describe)(w),
 };
 
@@ -72,7 +69,6 @@ pub fn zero_realloc_allocates() -> bool {
 static INIT_LOCK: RawLock = RawLock::new();
 /// The thread initializing, to turn a re-entrant call into a message rather than a deadlock.
 static INIT_OWNER: AtomicI32 = AtomicI32::new(0);
-static ATFORK_DONE: AtomicBool = AtomicBool::new(false);
 
 /// Bytes of `ALLOCLAB_CONF` kept when it must be read from `/proc`.
 const CONF_MAX: usize = 4096;
@@ -170,32 +166,20 @@ fn start_log(conf: &Conf) {
 // takes its locks.
 extern "C" fn prefork() {
     log_sink::prefork();
-    (ops().prefork)();
+    alloclab_core::fork::prefork();
 }
 extern "C" fn postfork_parent() {
-    (ops().postfork_parent)();
+    alloclab_core::fork::postfork_parent();
     log_sink::postfork_parent();
 }
 extern "C" fn postfork_child() {
-    (ops().postfork_child)();
+    alloclab_core::fork::postfork_child();
     log_sink::postfork_child();
 }
 
 /// Registers the fork handlers once (outside every lock: glibc may allocate to record them).
 fn register_atfork() {
-    if ATFORK_DONE.load(Ordering::Acquire) || ATFORK_DONE.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    // SAFETY: the handlers are `extern "C"` functions that live for the process.
-    let r =
-        unsafe { libc::pthread_atfork(Some(prefork), Some(postfork_parent), Some(postfork_child)) };
-    if r != 0 {
-        let mut l = Line::new();
-        l.str("pthread_atfork failed (error ")
-            .num(r as usize)
-            .str("): a fork while another thread allocates may deadlock the child");
-        l.print();
-    }
+    alloclab_core::fork::install_handlers(prefork, postfork_parent, postfork_child);
 }
 
 // ---- statistics -----------------------------------------------------------------------------

@@ -214,6 +214,9 @@ impl Conf {
             options: Options {
                 narenas: self.narenas,
                 dirty_max_pages: self.dirty_max.unwrap_or(Options::DEFAULT.dirty_max_pages),
+                // Ours (`init.rs`) also take the log's lock, and are registered once the
+                // allocator is published (glibc calls `malloc` to record them).
+                fork_handlers: false,
             },
         }
     }

@@ -83,12 +83,6 @@ pub struct Ops {
     pub usable_size: fn(*const u8) -> Result<usize, FreeError>,
     /// `Heap::stats`.
     pub stats: fn() -> Stats,
-    /// `Heap::prefork`.
-    pub prefork: fn(),
-    /// `Heap::postfork_parent`.
-    pub postfork_parent: fn(),
-    /// `Heap::postfork_child`.
-    pub postfork_child: fn(),
     /// Writes the policies of the heap actually running, from its types.
     pub describe: fn(&mut dyn fmt::Write) -> fmt::Result,
 }
@@ -131,9 +125,6 @@ impl<C: Config> OpsOf<C> {
         realloc: Self::realloc,
         usable_size: Self::usable_size,
         stats: Self::stats,
-        prefork: Self::prefork,
-        postfork_parent: Self::postfork_parent,
-        postfork_child: Self::postfork_child,
         describe: Self::describe,
     };
 
@@ -169,18 +160,6 @@ impl<C: Config> OpsOf<C> {
 
     fn stats() -> Stats {
         heap::<C>().stats()
-    }
-
-    fn prefork() {
-        heap::<C>().prefork()
-    }
-
-    fn postfork_parent() {
-        heap::<C>().postfork_parent()
-    }
-
-    fn postfork_child() {
-        heap::<C>().postfork_child()
     }
 
     fn describe(w: &mut dyn fmt::Write) -> fmt::Result {

@@ -116,10 +116,12 @@ pub fn is_mapped(addr: usize) -> bool {
 }
 
 /// Runs `f` in a forked child, which has this one thread only, and returns the message `f`
-/// failed with, if any (`f`'s message is a `&'static str`: building it allocates nothing). For checks about the address space: in the test process itself, another
-/// test thread may map an address between the moment it is freed and the moment it is checked.
-/// `f` must not allocate through the system allocator (other test threads may hold its locks at
-/// the moment of the fork).
+/// failed with, if any. Fails if the child hangs (a lock held across the fork) or dies.
+///
+/// Also for checks about the address space: in the test process itself, another test thread
+/// may map an address between the moment it is freed and the moment it is checked. `f` must not
+/// allocate through an allocator without fork handlers (another thread may hold its locks at the
+/// moment of the fork); glibc's and alloclab's have them.
 pub fn in_child(f: impl FnOnce() -> Result<(), &'static str>) -> Result<(), String> {
     let mut fds = [0; 2];
     // SAFETY: plain syscalls on valid out-pointers; the child only runs `f`, writes its verdict

@@ -1,0 +1,103 @@
+//! `fork()` while other threads allocate: every heap in the process, made safe at once.
+//!
+//! A child process has only the thread that called `fork`. A lock some other thread held at
+//! that moment stays held in the child forever, so the handlers below take every allocator
+//! lock before the fork and release (parent) or reset (child) them after, as mozjemalloc's
+//! and jemalloc's `pthread_atfork` handlers do.
+//!
+//! The handlers are process-wide, not per heap: the thread registry is shared by all heaps, and
+//! heaps initialize under its lock, so taking the registry first and then each registered
+//! heap's locks covers every heap, including one that another thread is building at that moment.
+//! Lock order (the order the engine nests them everywhere): thread registry, then per heap:
+//! arena creation, arena pool, base, huge, the arenas by index.
+//!
+//! A heap installs the handlers on first use unless `Options::fork_handlers` is false (a program
+//! that installs its own, such as `liballoclab.so`, which also takes its log's lock, calls
+//! [`prefork`], [`postfork_parent`] and [`postfork_child`] from them).
+
+use crate::thread;
+
+/// What a fork handler asks of one heap.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Step {
+    /// Take every lock (before `fork`).
+    Lock,
+    /// Release every lock (in the parent, after `fork`).
+    Unlock,
+    /// Reset every lock to unlocked (in the child, whose other threads are gone).
+    Reset,
+}
+
+/// Takes every lock of every heap in the process, so that `fork()` finds none held
+/// mid-operation. Pair with [`postfork_parent`] or [`postfork_child`].
+pub fn prefork() {
+    thread::registry_lock();
+    // SAFETY: the registry lock is held.
+    unsafe { thread::each_live_heap(Step::Lock) };
+}
+
+/// Releases what [`prefork`] took, in the parent.
+pub fn postfork_parent() {
+    // SAFETY: the registry lock is held since `prefork`.
+    unsafe { thread::each_live_heap(Step::Unlock) };
+    thread::registry_unlock();
+}
+
+/// Resets what [`prefork`] took, in the child.
+pub fn postfork_child() {
+    // SAFETY: the registry lock is held since `prefork` (by this thread, the child's only one).
+    unsafe { thread::each_live_heap(Step::Reset) };
+    thread::registry_reset();
+}
+
+#[cfg(not(loom))]
+mod handlers {
+    use crate::report::StderrWriter;
+    use crate::sync::{AtomicBool, Ordering};
+    use core::fmt::Write;
+
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+    extern "C" fn prefork() {
+        super::prefork();
+    }
+    extern "C" fn postfork_parent() {
+        super::postfork_parent();
+    }
+    extern "C" fn postfork_child() {
+        super::postfork_child();
+    }
+
+    /// Registers [`super::prefork`], [`super::postfork_parent`] and [`super::postfork_child`]
+    /// with `pthread_atfork`, once per process. See [`install_handlers`].
+    pub fn install() -> bool {
+        install_handlers(prefork, postfork_parent, postfork_child)
+    }
+
+    /// Registers fork handlers with `pthread_atfork`, once per process (later calls, with
+    /// these or other handlers, do nothing): for a program whose handlers wrap [`super::prefork`]
+    /// and the two others with locks of its own. Call it outside every allocator lock: glibc may
+    /// allocate to record handlers. Returns false (after saying so on stderr) if glibc refused.
+    pub fn install_handlers(
+        prepare: extern "C" fn(),
+        parent: extern "C" fn(),
+        child: extern "C" fn(),
+    ) -> bool {
+        if INSTALLED.load(Ordering::Acquire) || INSTALLED.swap(true, Ordering::AcqRel) {
+            return true;
+        }
+        // SAFETY: the handlers are `extern "C"` functions that live for the process.
+        let r = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+        if r != 0 {
+            let _ = writeln!(
+                StderrWriter::stderr(),
+                "alloclab: pthread_atfork failed (error {r}): a fork while another thread \
+                 allocates may deadlock the child"
+            );
+        }
+        r == 0
+    }
+}
+
+#[cfg(not(loom))]
+pub use handlers::{install, install_handlers};
