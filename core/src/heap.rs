@@ -126,6 +126,9 @@ impl<C: Config> Heap<C> {
     /// no half-built heap (see `fork.rs`).
     #[cold]
     fn init(&self) -> Option<&Shared<C>> {
+        // Drawn before the lock: ids are the one thing heaps initializing at once contend for
+        // without it (and `seeded`'s lost update in the counter stays reachable).
+        let heap_id = crate::thread::next_heap_id();
         let shared = crate::thread::under_registry(|reg| {
             let p = self.shared.load(Ordering::Acquire);
             if !p.is_null() {
@@ -157,7 +160,7 @@ impl<C: Config> Heap<C> {
                     map,
                     base: Base::new(),
                     huge: Huge::new(),
-                    pool: ArenaPool::new(&self.options),
+                    pool: ArenaPool::new(&self.options, heap_id),
                     choice: C::Arenas::init(&self.options),
                     arena_lock: RawLock::new(),
                     arenas: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),

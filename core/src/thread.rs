@@ -262,8 +262,9 @@ unsafe impl Send for ArenaPool {}
 
 process_global! { static NEXT_HEAP_ID: crate::sync::AtomicU64 = crate::sync::AtomicU64::new(1); }
 
-/// A process-unique heap id.
-fn next_heap_id() -> u64 {
+/// A process-unique heap id. Drawn outside the registry lock (initializing heaps race for it),
+/// so the counter alone keeps ids unique.
+pub(crate) fn next_heap_id() -> u64 {
     // alloclab_seeded: the lost update (a read-modify-write split into a load and a store).
     #[cfg(alloclab_seeded)]
     if crate::seeded::active(crate::seeded::Bug::LostHeapId) {
@@ -275,10 +276,11 @@ fn next_heap_id() -> u64 {
 }
 
 impl ArenaPool {
-    /// A pool for a new heap. Index 0 (the default arena) is never leased.
-    pub(crate) fn new(options: &Options) -> ArenaPool {
+    /// A pool for a new heap, known as `heap_id` (from `next_heap_id`). Index 0 (the default
+    /// arena) is never leased.
+    pub(crate) fn new(options: &Options, heap_id: u64) -> ArenaPool {
         ArenaPool {
-            heap_id: next_heap_id(),
+            heap_id,
             narenas: options.narenas,
             ncpus: os::ncpus(),
             lock: RawLock::new(),
