@@ -5,6 +5,7 @@ mod common;
 
 use alloclab::configs::{self, Using};
 use alloclab::policies::{Hashed, Lifo, PerCpu, RoundRobin, Single, ThreadLocal};
+use alloclab::size_class::CHUNK;
 use alloclab::{Config, Heap, Options};
 use common::in_child;
 use std::sync::{Arc, Barrier};
@@ -294,4 +295,79 @@ fn fork_while_threads_allocate() {
     assert!(ops.iter().all(|&n| n > 0), "{ops:?}");
     single.check_invariants().unwrap();
     per_thread.check_invariants().unwrap();
+}
+
+/// A huge allocation shrunk in place or moved gives address space back to the OS, where
+/// another thread's new mapping may land at once: the heap must forget that range before the
+/// OS can hand it out again, or it erases the newcomer's page-map entries (and then calls the
+/// newcomer's pointers foreign). The window is a preemption right after `munmap` returns:
+/// the test runs more threads than there are CPUs to make that likely, not certain (with the
+/// `clear` after the `munmap`, it failed 8 runs in 10 on a 2-CPU machine).
+#[test]
+fn huge_resizes_race_with_new_mappings() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let heap = Arc::new(Heap::<Using<Lifo, Single>>::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads = 2 * std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(8);
+    let resizers: Vec<_> = (0..threads)
+        .map(|_| {
+            let (h, stop) = (heap.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: `p` is live until freed; each realloc's result replaces it.
+                    unsafe {
+                        let mut p = h.malloc(6 * CHUNK);
+                        // Shrink: gives back a hole of 4.75 MiB, room for other mappings.
+                        p = h.realloc_c(p, CHUNK + CHUNK / 4);
+                        // Often lands in the hole, so that the grow below moves.
+                        let blocker = h.malloc(CHUNK);
+                        p = h.realloc_c(p, 8 * CHUNK);
+                        h.free(p);
+                        h.free(blocker);
+                    }
+                }
+            })
+        })
+        .collect();
+    // New arena chunks (mapped, 1 MiB each, every second allocation here) land in the holes.
+    let mappers: Vec<_> = (0..threads)
+        .map(|_| {
+            let (h, stop) = (heap.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+                let mut held = Vec::new();
+                let mut verdict = Ok(());
+                while held.len() < 1000
+                    && std::time::Instant::now() < deadline
+                    && !stop.load(Ordering::Relaxed)
+                {
+                    held.push(h.malloc(500 << 10));
+                }
+                for &p in &held {
+                    if let Err(e) = h.usable_size(p) {
+                        stop.store(true, Ordering::Relaxed);
+                        verdict = Err(format!("{p:?}: {e}"));
+                        // Nothing freed: the heap would abort on a pointer it no longer knows.
+                        return verdict;
+                    }
+                }
+                for p in held {
+                    // SAFETY: live allocations of `h`.
+                    unsafe { h.free(p) };
+                }
+                verdict
+            })
+        })
+        .collect();
+    let verdicts: Vec<_> = mappers.into_iter().map(|t| t.join().unwrap()).collect();
+    stop.store(true, Ordering::Relaxed);
+    for t in resizers {
+        t.join().unwrap();
+    }
+    for v in verdicts {
+        v.unwrap_or_else(|e| panic!("the heap forgot a live mapping: {e}"));
+    }
+    heap.check_invariants().unwrap();
 }

@@ -223,14 +223,13 @@ impl Huge {
             return addr as *mut u8;
         }
         let tag = rec as usize | TAG_HUGE;
+        // The page map forgets a range before the range goes back to the OS, never after:
+        // once unmapped, another thread's new chunk or huge mapping may land there at once, and
+        // a late `clear` would erase its entries.
         if bytes < old {
+            Self::forget_from(map, addr + bytes, addr + old);
             // SAFETY: the tail pages are part of our mapping and beyond the new size.
             unsafe { os::unmap((addr + bytes) as *mut u8, old - bytes) };
-            if let Some(keep) = round_up(addr + bytes, CHUNK) {
-                if keep < addr + old {
-                    map.clear(keep, addr + old - keep);
-                }
-            }
             return addr as *mut u8;
         }
         // SAFETY: our mapping; without MAYMOVE it only grows into free address space.
@@ -239,6 +238,7 @@ impl Huge {
                 return addr as *mut u8;
             }
             // Metadata refused: shrink back and report failure.
+            Self::forget_from(map, addr + old, addr + bytes);
             // SAFETY: the pages past `old` were just added to our mapping.
             unsafe { os::unmap((addr + old) as *mut u8, bytes - old) };
             return ptr::null_mut();
@@ -247,19 +247,34 @@ impl Huge {
             return ptr::null_mut();
         };
         let dest = dest.as_ptr() as usize;
+        // The move unmaps the old range: forget it first (the caller owns the allocation, so
+        // nobody looks it up meanwhile), and restore it if the move fails (its leaves exist,
+        // so `set` cannot fail there).
+        map.clear(addr, old);
         let moved = map.set(dest, bytes, tag)
             // SAFETY: both ranges are ours; the reservation at `dest` is replaced by the pages.
             && unsafe { os::remap_to(addr as *mut u8, old, dest as *mut u8, bytes) };
         if !moved {
             map.clear(dest, bytes);
+            map.set(addr, old, tag);
             // SAFETY: the reservation was never handed out.
             unsafe { os::unmap(dest as *mut u8, bytes) };
             return ptr::null_mut();
         }
-        map.clear(addr, old);
         // SAFETY: the caller owns the allocation.
         unsafe { (*rec).addr = dest };
         dest as *mut u8
+    }
+
+    /// Forgets the chunks holding `from..end`, except the one holding `from - 1`, which still
+    /// belongs to the allocation. (A huge mapping starts on a chunk boundary, so no other
+    /// mapping of this heap shares a chunk with its tail.)
+    fn forget_from(map: &PageMap, from: usize, end: usize) {
+        if let Some(keep) = round_up(from, CHUNK) {
+            if keep < end {
+                map.clear(keep, end - keep);
+            }
+        }
     }
 
     pub fn stats(&self) -> HugeStats {

@@ -115,36 +115,24 @@ pub fn is_mapped(addr: usize) -> bool {
     residency(addr).is_some()
 }
 
-/// Runs `f` in a forked child, which has this one thread only, and returns the message `f`
-/// failed with, if any. Fails if the child hangs (a lock held across the fork) or dies.
-///
-/// Also for checks about the address space: in the test process itself, another test thread
-/// may map an address between the moment it is freed and the moment it is checked. `f` must not
-/// allocate through an allocator without fork handlers (another thread may hold its locks at the
-/// moment of the fork); glibc's and alloclab's have them.
-pub fn in_child(f: impl FnOnce() -> Result<(), &'static str>) -> Result<(), String> {
+/// Forks; the child runs `child` with the write end of a pipe (and must `_exit`). Returns the
+/// child's wait status and what it wrote, at most 4 KiB (written whole, it fits the pipe's
+/// buffer, so the child never blocks on it). A child still running after 20 s (deadlocked on
+/// a lock some vanished thread held at the fork) is killed and the test fails.
+fn fork_child(child: impl FnOnce(i32)) -> (i32, String) {
     let mut fds = [0; 2];
-    // SAFETY: plain syscalls on valid out-pointers; the child only runs `f`, writes its verdict
-    // to the pipe and `_exit`s.
+    // SAFETY: plain syscalls on valid out-pointers and on descriptors made here; the child runs
+    // `child`, which ends it.
     unsafe {
         assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
         let pid = libc::fork();
         assert!(pid >= 0);
         if pid == 0 {
             libc::close(fds[0]);
-            let code = match f() {
-                Ok(()) => 0,
-                Err(msg) => {
-                    libc::write(fds[1], msg.as_ptr().cast(), msg.len());
-                    1
-                }
-            };
-            libc::_exit(code);
+            child(fds[1]);
+            libc::_exit(0);
         }
         libc::close(fds[1]);
-        // The verdict is short and fits the pipe's buffer: wait first (with a deadline, so a
-        // child deadlocked on a lock some vanished thread held becomes a failure, not a hang),
-        // then read.
         let mut status = 0;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while libc::waitpid(pid, &mut status, libc::WNOHANG) == 0 {
@@ -155,7 +143,7 @@ pub fn in_child(f: impl FnOnce() -> Result<(), &'static str>) -> Result<(), Stri
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        let mut buf = [0u8; 512];
+        let mut buf = [0u8; 4096];
         let mut len = 0;
         while len < buf.len() {
             let n = libc::read(fds[0], buf[len..].as_mut_ptr().cast(), buf.len() - len);
@@ -165,14 +153,34 @@ pub fn in_child(f: impl FnOnce() -> Result<(), &'static str>) -> Result<(), Stri
             len += n as usize;
         }
         libc::close(fds[0]);
-        assert!(
-            libc::WIFEXITED(status),
-            "child did not exit normally (status {status:#x})"
-        );
-        if libc::WEXITSTATUS(status) == 0 {
-            return Ok(());
+        (status, String::from_utf8_lossy(&buf[..len]).into_owned())
+    }
+}
+
+/// Runs `f` in a forked child, which has this one thread only, and returns the message `f`
+/// failed with, if any. Fails if the child hangs (a lock held across the fork) or dies.
+///
+/// Also for checks about the address space: in the test process itself, another test thread
+/// may map an address between the moment it is freed and the moment it is checked. `f` must not
+/// allocate through an allocator without fork handlers (another thread may hold its locks at the
+/// moment of the fork); glibc's and alloclab's have them.
+pub fn in_child(f: impl FnOnce() -> Result<(), &'static str>) -> Result<(), String> {
+    let (status, text) = fork_child(|fd| {
+        if let Err(msg) = f() {
+            // SAFETY: writes the message to the pipe and ends the child.
+            unsafe {
+                libc::write(fd, msg.as_ptr().cast(), msg.len());
+                libc::_exit(1);
+            }
         }
-        Err(String::from_utf8_lossy(&buf[..len]).into_owned())
+    });
+    assert!(
+        libc::WIFEXITED(status),
+        "child did not exit normally (status {status:#x})"
+    );
+    match libc::WEXITSTATUS(status) {
+        0 => Ok(()),
+        _ => Err(text),
     }
 }
 
@@ -180,36 +188,14 @@ pub fn in_child(f: impl FnOnce() -> Result<(), &'static str>) -> Result<(), Stri
 /// returns what it wrote to stderr. `f` must not allocate through the system allocator (other
 /// test threads may hold its locks at the moment of the fork).
 pub fn expect_abort(f: impl FnOnce()) -> String {
-    let mut fds = [0; 2];
-    // SAFETY: plain syscalls on valid out-pointers; the child only runs `f` and `_exit`.
-    unsafe {
-        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
-        let pid = libc::fork();
-        assert!(pid >= 0);
-        if pid == 0 {
-            libc::dup2(fds[1], 2);
-            libc::close(fds[0]);
-            f();
-            libc::_exit(0);
-        }
-        libc::close(fds[1]);
-        let mut out = Vec::new();
-        let mut buf = [0u8; 512];
-        loop {
-            let n = libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len());
-            if n <= 0 {
-                break;
-            }
-            out.extend_from_slice(&buf[..n as usize]);
-        }
-        libc::close(fds[0]);
-        let mut status = 0;
-        assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
-        let text = String::from_utf8_lossy(&out).into_owned();
-        assert!(
-            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGABRT,
-            "child did not abort (status {status:#x}); stderr: {text:?}"
-        );
-        text
-    }
+    let (status, text) = fork_child(|fd| {
+        // SAFETY: points the child's stderr at the pipe.
+        unsafe { libc::dup2(fd, 2) };
+        f();
+    });
+    assert!(
+        libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGABRT,
+        "child did not abort (status {status:#x}); stderr: {text:?}"
+    );
+    text
 }
