@@ -126,8 +126,8 @@ impl<C: Config> Heap<C> {
     /// no half-built heap (see `fork.rs`).
     #[cold]
     fn init(&self) -> Option<&Shared<C>> {
-        // Drawn before the lock: ids are the one thing heaps initializing at once contend for
-        // without it (and `seeded`'s lost update in the counter stays reachable).
+        // Drawn before taking the lock: the atomic counter alone keeps ids unique (the
+        // `LostHeapId` seeded bug breaks exactly that, and loom must be able to see it).
         let heap_id = crate::thread::next_heap_id();
         let shared = crate::thread::under_registry(|reg| {
             let p = self.shared.load(Ordering::Acquire);

@@ -325,7 +325,8 @@ impl ArenaPool {
         })
     }
 
-    /// Stops thread exits from reaching this heap; after it returns none is running.
+    /// Stops thread exits and fork steps from reaching this heap; after it returns none is
+    /// running.
     pub(crate) fn unregister(&self) {
         REGISTRY.with(|reg| {
             let me = self.live.with_mut(|l| l);
