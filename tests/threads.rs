@@ -371,3 +371,42 @@ fn huge_resizes_race_with_new_mappings() {
     }
     heap.check_invariants().unwrap();
 }
+
+/// A program whose own fork handlers call `alloclab::fork` while the automatic ones are
+/// installed too: the calls nest instead of deadlocking on locks the thread already holds.
+/// (In a child, so that a deadlock fails the test instead of hanging it.)
+#[test]
+fn fork_calls_nest() {
+    use alloclab::fork::{postfork_child, postfork_parent, prefork};
+    let heap = Heap::<configs::Lifo>::new();
+    // SAFETY: live allocation of `heap`; its first use installed the automatic handlers.
+    unsafe { heap.free(heap.malloc(10)) };
+    let verdict = in_child(|| {
+        prefork();
+        prefork();
+        postfork_parent();
+        postfork_parent();
+        if heap.malloc(10).is_null() {
+            return Err("allocation failed after nested calls");
+        }
+        // As from a handler of the program's: the automatic handlers nest inside.
+        prefork();
+        let grandchild = in_child(|| {
+            postfork_child();
+            let fresh = Heap::<configs::Mrf>::new();
+            if heap.malloc(10).is_null() || fresh.malloc(10).is_null() {
+                return Err("allocation failed in the grandchild");
+            }
+            Ok(())
+        });
+        postfork_parent();
+        if grandchild.is_err() {
+            return Err("the grandchild failed");
+        }
+        if Heap::<configs::Mrf>::new().malloc(10).is_null() {
+            return Err("a new heap failed after the fork");
+        }
+        Ok(())
+    });
+    assert_eq!(verdict, Ok(()));
+}

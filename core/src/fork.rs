@@ -28,16 +28,49 @@ pub(crate) enum Step {
     Reset,
 }
 
+// Calls nest: a program whose own handlers call these while the automatic ones are installed
+// too must not deadlock on its own locks. Only the thread holding the locks touches `DEPTH`;
+// `HOLDER` is that thread (its id in the parent; the child has a new one, and is alone).
+// Plain atomics even under loom: nothing here is modelled.
+static HOLDER: core::sync::atomic::AtomicI32 = core::sync::atomic::AtomicI32::new(0);
+static DEPTH: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+use core::sync::atomic::Ordering::Relaxed;
+
+fn tid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
 /// Takes every lock of every heap in the process, so that `fork()` finds none held
-/// mid-operation. Pair with [`postfork_parent`] or [`postfork_child`].
+/// mid-operation. Pair with [`postfork_parent`] or [`postfork_child`]; nested calls (by the
+/// same thread) are counted, and only the outermost pair takes and releases.
 pub fn prefork() {
+    let me = tid();
+    if HOLDER.load(Relaxed) == me {
+        DEPTH.fetch_add(1, Relaxed);
+        return;
+    }
     thread::registry_lock();
     // SAFETY: the registry lock is held.
     unsafe { thread::each_live_heap(Step::Lock) };
+    HOLDER.store(me, Relaxed);
+    DEPTH.store(1, Relaxed);
+}
+
+/// Whether this is the outermost of nested `postfork_*` calls (then nobody holds them anymore).
+fn outermost() -> bool {
+    if DEPTH.fetch_sub(1, Relaxed) > 1 {
+        return false;
+    }
+    HOLDER.store(0, Relaxed);
+    true
 }
 
 /// Releases what [`prefork`] took, in the parent.
 pub fn postfork_parent() {
+    if !outermost() {
+        return;
+    }
     // SAFETY: the registry lock is held since `prefork`.
     unsafe { thread::each_live_heap(Step::Unlock) };
     thread::registry_unlock();
@@ -45,6 +78,9 @@ pub fn postfork_parent() {
 
 /// Resets what [`prefork`] took, in the child.
 pub fn postfork_child() {
+    if !outermost() {
+        return;
+    }
     // SAFETY: the registry lock is held since `prefork` (by this thread, the child's only one).
     unsafe { thread::each_live_heap(Step::Reset) };
     thread::registry_reset();

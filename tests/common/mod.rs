@@ -115,6 +115,9 @@ pub fn is_mapped(addr: usize) -> bool {
     residency(addr).is_some()
 }
 
+/// Exit status of a child whose closure panicked.
+const CHILD_PANICKED: i32 = 101;
+
 /// Forks; the child runs `child` with the write end of a pipe (and must `_exit`). Returns the
 /// child's wait status and what it wrote, at most 4 KiB (written whole, it fits the pipe's
 /// buffer, so the child never blocks on it). A child still running after 20 s (deadlocked on
@@ -129,8 +132,9 @@ fn fork_child(child: impl FnOnce(i32)) -> (i32, String) {
         assert!(pid >= 0);
         if pid == 0 {
             libc::close(fds[0]);
-            child(fds[1]);
-            libc::_exit(0);
+            // A panic must not unwind into a copy of the test harness.
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child(fds[1])));
+            libc::_exit(if ran.is_ok() { 0 } else { CHILD_PANICKED });
         }
         libc::close(fds[1]);
         let mut status = 0;
@@ -180,6 +184,7 @@ pub fn in_child(f: impl FnOnce() -> Result<(), &'static str>) -> Result<(), Stri
     );
     match libc::WEXITSTATUS(status) {
         0 => Ok(()),
+        CHILD_PANICKED => Err(format!("the child panicked: {text}")),
         _ => Err(text),
     }
 }
