@@ -11,9 +11,10 @@
 //! Lock order (the order the engine nests them everywhere): thread registry, then per heap:
 //! arena creation, arena pool, base, huge, the arenas by index.
 //!
-//! A heap installs the handlers on first use unless `Options::fork_handlers` is false (a program
-//! that installs its own, such as `liballoclab.so`, which also takes its log's lock, calls
-//! [`prefork`], [`postfork_parent`] and [`postfork_child`] from them).
+//! A heap installs the handlers on first use unless `Options::fork_handlers` is false. A program
+//! with handlers of its own (such as `liballoclab.so`, which also takes its log's lock) calls
+//! [`prefork`], [`postfork_parent`] and [`postfork_child`] from them; the calls nest, so the
+//! automatic handlers may stay installed as well.
 
 use crate::thread;
 
