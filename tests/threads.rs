@@ -343,7 +343,11 @@ fn huge_resizes_race_with_new_mappings() {
                     && std::time::Instant::now() < deadline
                     && !stop.load(Ordering::Relaxed)
                 {
-                    held.push(h.malloc(500 << 10));
+                    let p = h.malloc(500 << 10);
+                    if p.is_null() {
+                        break; // out of address space or commit: enough has been mapped
+                    }
+                    held.push(p);
                 }
                 for &p in &held {
                     if let Err(e) = h.usable_size(p) {
