@@ -302,7 +302,7 @@ fn fork_while_threads_allocate() {
 /// OS can hand it out again, or it erases the newcomer's page-map entries (and then calls the
 /// newcomer's pointers foreign). The window is a preemption right after `munmap` returns:
 /// the test runs more threads than there are CPUs to make that likely, not certain (with the
-/// `clear` after the `munmap`, it failed 8 runs in 10 on a 2-CPU machine).
+/// `clear` after the `munmap`, it failed 6 to 8 runs in 10 on a 2-CPU machine).
 #[test]
 fn huge_resizes_race_with_new_mappings() {
     use std::sync::atomic::{AtomicBool, Ordering};
