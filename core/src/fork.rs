@@ -16,18 +16,7 @@
 //! [`prefork`], [`postfork_parent`] and [`postfork_child`] from them; the calls nest, so the
 //! automatic handlers may stay installed as well.
 
-use crate::thread;
-
-/// What a fork handler asks of one heap.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Step {
-    /// Take every lock (before `fork`).
-    Lock,
-    /// Release every lock (in the parent, after `fork`).
-    Unlock,
-    /// Reset every lock to unlocked (in the child, whose other threads are gone).
-    Reset,
-}
+use crate::thread::{self, Step};
 
 // Calls nest: a program whose own handlers call these while the automatic ones are installed
 // too must not deadlock on its own locks. Only the thread holding the locks touches `DEPTH`;

@@ -21,10 +21,10 @@
 //! | | `run.rs` | run headers, bitmaps, `RunRef` (what policies see) |
 //! | policy interface | `policy.rs` | `RunReuse`, `ArenaChoice`, `Config`, `Options` |
 //! | | `thread.rs` | thread bindings, thread exit, arena pool (`ArenaCtx`) |
+//! | | `fork.rs` | `fork()` safety for every heap in the process (`pthread_atfork`) |
 //! | engine | `arena.rs` | bins, free page runs, purging, small and large paths |
 //! | | `huge.rs` | huge mappings |
 //! | | `heap.rs` | `Heap<C>`: init, dispatch, free, realloc, stats, invariants |
-//! | | `fork.rs` | `fork()` safety for every heap in the process (`pthread_atfork`) |
 //! | results | `stats.rs`, `invariants.rs`, `error.rs` | what the heap reports |
 //!
 //! This crate knows no concrete policy: those live in `alloclab-policies`.
@@ -51,11 +51,11 @@ mod chunk;
 mod page_map;
 pub mod run;
 
+pub mod fork;
 pub mod policy;
 mod thread;
 
 mod arena;
-pub mod fork;
 mod heap;
 mod huge;
 

@@ -12,7 +12,6 @@
 //!
 //! Lock order: registry, then a heap's arena pool. Nothing here allocates.
 
-use crate::fork::Step;
 use crate::lock::RawLock;
 use crate::os;
 use crate::policy::Options;
@@ -32,6 +31,17 @@ struct Binding {
     heap_id: u64,
     value: usize,
     next: *mut Binding,
+}
+
+/// What a fork handler (`fork.rs`) asks of one registered heap.
+#[derive(Clone, Copy)]
+pub(crate) enum Step {
+    /// Take every lock (before `fork`).
+    Lock,
+    /// Release every lock (in the parent, after `fork`).
+    Unlock,
+    /// Reset every lock to unlocked (in the child, whose other threads are gone).
+    Reset,
 }
 
 /// A live heap, as the registry knows it: where to deliver thread exits and fork steps.
