@@ -15,8 +15,8 @@ cargo test --workspace
 
 step "liballoclab.so: the release build under the preload tests"
 # `cargo test` above ran them on the dev build (debug assertions on); this is the library
-# `cargo build --release -p alloclab-preload` ships.
-cargo build --release -p alloclab-preload
+# `cargo build --release -p liballoclab` ships.
+cargo build --release -p liballoclab
 preload_target="${CARGO_TARGET_DIR:-target}"
 case "$preload_target" in /*) ;; *) preload_target="$PWD/$preload_target" ;; esac
 ALLOCLAB_SO="$preload_target/release/liballoclab.so" cargo test -p alloclab-preload --tests

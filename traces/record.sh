@@ -16,7 +16,7 @@ root="$PWD"
 
 target="${CARGO_TARGET_DIR:-target}"
 case "$target" in /*) ;; *) target="$root/$target" ;; esac
-cargo build --release -q -p alloclab-preload -p alloclab
+cargo build --release -q -p liballoclab -p alloclab
 so="$target/release/liballoclab.so"
 alloclab="$target/release/alloclab"
 

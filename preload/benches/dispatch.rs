@@ -285,7 +285,7 @@ fn build_c_side() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
             "--quiet",
             "--release",
             "-p",
-            "alloclab-preload",
+            "liballoclab",
             "--target-dir",
         ])
         .arg(target_dir)

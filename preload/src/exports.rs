@@ -1,181 +1,232 @@
-//! The exported C symbols: one line each, forwarding to `log.rs` (the semantics of
-//! `entry.rs`, plus a line in the allocation log when `log:` is on).
-//!
-//! Left out of the unit-test binary (`lib.rs`), which must keep its own allocator.
+//! The exported C symbols, as the [`export!`](crate::export) macro that writes them into a
+//! `cdylib`: liballoclab.so is `alloclab_preload::export!();` (its heap chosen at start-up by
+//! `ALLOCLAB_CONF`), and a user's crate gets a drop-in malloc for its own config with
+//! `alloclab_preload::export!(MyConfig);`. Each symbol is one line forwarding to `log.rs` (the
+//! semantics of `entry.rs`, plus a line in the allocation log when `log:` is on).
 //!
 //! glibc's `__libc_malloc` family is exported too, as jemalloc and mimalloc do: a program or
 //! library that calls those names directly would otherwise get glibc's heap, and a later
 //! `free` of such a block here would abort.
+//!
+//! The symbols are written into the crate that invokes the macro, not compiled into this
+//! library: a library holding `#[no_mangle] malloc` would replace the allocator of every
+//! program that links it, including this crate's own unit tests.
 
-use crate::log;
-use core::ffi::{c_int, c_void};
-
-/// C `malloc`.
-#[no_mangle]
-pub extern "C" fn malloc(size: usize) -> *mut c_void {
-    log::malloc(size)
-}
-
-/// C `calloc`.
-#[no_mangle]
-pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
-    log::calloc(n, size)
-}
-
-/// C `free`.
+/// Writes the C allocator's exported symbols (`malloc`, `free`, ..., `_exit`), the start-up
+/// and exit hooks, and the heap installer into the invoking crate, which should be a `cdylib`.
 ///
-/// # Safety
-/// C's contract: `p` is null or a live allocation that nothing uses afterwards.
-#[no_mangle]
-pub unsafe extern "C" fn free(p: *mut c_void) {
-    // SAFETY: forwarded contract.
-    unsafe { log::free(p) }
-}
-
-/// C `realloc`.
+/// - `export!()`: the heap is chosen at start-up from `ALLOCLAB_CONF` (`config:`, `reuse:`,
+///   `current_run:`, `arenas:`), among the 30 combinations of the built-in policies: this is
+///   liballoclab.so.
+/// - `export!(C)`: the heap is `Heap<C>` for a config `C: alloclab_core::Config` of yours;
+///   every other `ALLOCLAB_CONF` option (statistics, log, `narenas`, `dirty_max`, ...) works
+///   as in liballoclab.so, `stats_print` names `C`, and the policy keys are reported as
+///   ignored.
 ///
-/// # Safety
-/// C's contract: `p` is null or a live allocation, not used afterwards unless NULL is returned.
-#[no_mangle]
-pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
-    // SAFETY: forwarded contract.
-    unsafe { log::realloc(p, size) }
-}
-
-/// C `reallocarray`.
+/// ```text
+/// // src/lib.rs of a crate with `[lib] crate-type = ["cdylib"]`
+/// alloclab_preload::export!(my_policy::MyConfig);
+/// ```
 ///
-/// # Safety
-/// As for `realloc`.
-#[no_mangle]
-pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: usize, size: usize) -> *mut c_void {
-    // SAFETY: forwarded contract.
-    unsafe { log::reallocarray(p, n, size) }
-}
+/// Invoke it once per `cdylib`, at the crate root.
+#[macro_export]
+macro_rules! export {
+    () => {
+        $crate::export!(@symbols $crate::installer::install_selected);
+    };
+    ($config:ty) => {
+        $crate::export!(@symbols $crate::installer::install_config::<$config>);
+    };
+    (@symbols $install:expr) => {
+        /// The heap installer `init.rs` calls once, at start-up (`installer.rs`).
+        #[no_mangle]
+        #[doc(hidden)]
+        pub fn alloclab_preload_install(
+            conf: &$crate::options::Conf,
+        ) -> &'static $crate::select::Ops {
+            // SAFETY: `init.rs` calls the installer once per process, under its lock, and
+            // publishes the table with release ordering.
+            unsafe { ($install)(conf) }
+        }
 
-/// POSIX `posix_memalign`.
-///
-/// # Safety
-/// `out` is valid for writing a pointer.
-#[no_mangle]
-pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe { log::posix_memalign(out, align, size) }
-}
+        /// Runs when the library is loaded.
+        #[used]
+        #[link_section = ".init_array"]
+        static ALLOCLAB_ON_LOAD: extern "C" fn() = $crate::init::on_load;
 
-/// C11 `aligned_alloc`.
-#[no_mangle]
-pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
-    log::aligned_alloc(align, size)
-}
+        /// Runs at exit, after the program's `atexit` handlers and destructors.
+        #[used]
+        #[link_section = ".fini_array"]
+        static ALLOCLAB_ON_UNLOAD: extern "C" fn() = $crate::init::on_unload;
 
-/// glibc `memalign`.
-#[no_mangle]
-pub extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
-    log::memalign(align, size)
-}
+        /// C `malloc`.
+        #[no_mangle]
+        pub extern "C" fn malloc(size: usize) -> *mut ::core::ffi::c_void {
+            $crate::log::malloc(size)
+        }
 
-/// BSD `valloc`.
-#[no_mangle]
-pub extern "C" fn valloc(size: usize) -> *mut c_void {
-    log::valloc(size)
-}
+        /// C `calloc`.
+        #[no_mangle]
+        pub extern "C" fn calloc(n: usize, size: usize) -> *mut ::core::ffi::c_void {
+            $crate::log::calloc(n, size)
+        }
 
-/// glibc `pvalloc`.
-#[no_mangle]
-pub extern "C" fn pvalloc(size: usize) -> *mut c_void {
-    log::pvalloc(size)
-}
+        /// C `free`.
+        ///
+        /// # Safety
+        /// C's contract: `p` is null or a live allocation that nothing uses afterwards.
+        #[no_mangle]
+        pub unsafe extern "C" fn free(p: *mut ::core::ffi::c_void) {
+            // SAFETY: forwarded contract.
+            unsafe { $crate::log::free(p) }
+        }
 
-/// glibc `malloc_usable_size`.
-#[no_mangle]
-pub extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
-    log::malloc_usable_size(p)
-}
+        /// C `realloc`.
+        ///
+        /// # Safety
+        /// C's contract: `p` is null or a live allocation, not used afterwards unless NULL is returned.
+        #[no_mangle]
+        pub unsafe extern "C" fn realloc(p: *mut ::core::ffi::c_void, size: usize) -> *mut ::core::ffi::c_void {
+            // SAFETY: forwarded contract.
+            unsafe { $crate::log::realloc(p, size) }
+        }
 
-/// C23 `free_sized`.
-///
-/// # Safety
-/// As for `free`; `size` is the size that was requested.
-#[no_mangle]
-pub unsafe extern "C" fn free_sized(p: *mut c_void, size: usize) {
-    // SAFETY: forwarded contract.
-    unsafe { log::free_sized(p, size) }
-}
+        /// C `reallocarray`.
+        ///
+        /// # Safety
+        /// As for `realloc`.
+        #[no_mangle]
+        pub unsafe extern "C" fn reallocarray(p: *mut ::core::ffi::c_void, n: usize, size: usize) -> *mut ::core::ffi::c_void {
+            // SAFETY: forwarded contract.
+            unsafe { $crate::log::reallocarray(p, n, size) }
+        }
 
-/// C23 `free_aligned_sized`.
-///
-/// # Safety
-/// As for `free`; `align` and `size` are the ones that were requested.
-#[no_mangle]
-pub unsafe extern "C" fn free_aligned_sized(p: *mut c_void, align: usize, size: usize) {
-    // SAFETY: forwarded contract.
-    unsafe { log::free_aligned_sized(p, align, size) }
-}
+        /// POSIX `posix_memalign`.
+        ///
+        /// # Safety
+        /// `out` is valid for writing a pointer.
+        #[no_mangle]
+        pub unsafe extern "C" fn posix_memalign(out: *mut *mut ::core::ffi::c_void, align: usize, size: usize) -> ::core::ffi::c_int {
+            // SAFETY: forwarded contract.
+            unsafe { $crate::log::posix_memalign(out, align, size) }
+        }
 
-// ---- glibc's own names ----------------------------------------------------------------------
+        /// C11 `aligned_alloc`.
+        #[no_mangle]
+        pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut ::core::ffi::c_void {
+            $crate::log::aligned_alloc(align, size)
+        }
 
-/// glibc's `__libc_malloc`.
-#[no_mangle]
-pub extern "C" fn __libc_malloc(size: usize) -> *mut c_void {
-    log::malloc(size)
-}
+        /// glibc `memalign`.
+        #[no_mangle]
+        pub extern "C" fn memalign(align: usize, size: usize) -> *mut ::core::ffi::c_void {
+            $crate::log::memalign(align, size)
+        }
 
-/// glibc's `__libc_calloc`.
-#[no_mangle]
-pub extern "C" fn __libc_calloc(n: usize, size: usize) -> *mut c_void {
-    log::calloc(n, size)
-}
+        /// BSD `valloc`.
+        #[no_mangle]
+        pub extern "C" fn valloc(size: usize) -> *mut ::core::ffi::c_void {
+            $crate::log::valloc(size)
+        }
 
-/// glibc's `__libc_free`.
-///
-/// # Safety
-/// As for `free`.
-#[no_mangle]
-pub unsafe extern "C" fn __libc_free(p: *mut c_void) {
-    // SAFETY: forwarded contract.
-    unsafe { log::free(p) }
-}
+        /// glibc `pvalloc`.
+        #[no_mangle]
+        pub extern "C" fn pvalloc(size: usize) -> *mut ::core::ffi::c_void {
+            $crate::log::pvalloc(size)
+        }
 
-/// glibc's `__libc_realloc`.
-///
-/// # Safety
-/// As for `realloc`.
-#[no_mangle]
-pub unsafe extern "C" fn __libc_realloc(p: *mut c_void, size: usize) -> *mut c_void {
-    // SAFETY: forwarded contract.
-    unsafe { log::realloc(p, size) }
-}
+        /// glibc `malloc_usable_size`.
+        #[no_mangle]
+        pub extern "C" fn malloc_usable_size(p: *mut ::core::ffi::c_void) -> usize {
+            $crate::log::malloc_usable_size(p)
+        }
 
-/// glibc's `__libc_memalign`.
-#[no_mangle]
-pub extern "C" fn __libc_memalign(align: usize, size: usize) -> *mut c_void {
-    log::memalign(align, size)
-}
+        /// C23 `free_sized`.
+        ///
+        /// # Safety
+        /// As for `free`; `size` is the size that was requested.
+        #[no_mangle]
+        pub unsafe extern "C" fn free_sized(p: *mut ::core::ffi::c_void, size: usize) {
+            // SAFETY: forwarded contract.
+            unsafe { $crate::log::free_sized(p, size) }
+        }
 
-/// glibc's `__libc_valloc`.
-#[no_mangle]
-pub extern "C" fn __libc_valloc(size: usize) -> *mut c_void {
-    log::valloc(size)
-}
+        /// C23 `free_aligned_sized`.
+        ///
+        /// # Safety
+        /// As for `free`; `align` and `size` are the ones that were requested.
+        #[no_mangle]
+        pub unsafe extern "C" fn free_aligned_sized(p: *mut ::core::ffi::c_void, align: usize, size: usize) {
+            // SAFETY: forwarded contract.
+            unsafe { $crate::log::free_aligned_sized(p, align, size) }
+        }
 
-/// glibc's `__libc_pvalloc`.
-#[no_mangle]
-pub extern "C" fn __libc_pvalloc(size: usize) -> *mut c_void {
-    log::pvalloc(size)
-}
+        // ---- glibc's own names ----------------------------------------------------------------------
 
-// ---- process exit without exit handlers -----------------------------------------------------
+        /// glibc's `__libc_malloc`.
+        #[no_mangle]
+        pub extern "C" fn __libc_malloc(size: usize) -> *mut ::core::ffi::c_void {
+            $crate::log::malloc(size)
+        }
 
-/// `_exit`: the allocation log's buffered lines written out first (forked children often end
-/// with `_exit`, which runs no exit handler); then the process ends as glibc's `_exit` ends it.
-/// glibc's own `exit` does not come here (it calls its internal `_exit`).
-#[no_mangle]
-pub extern "C" fn _exit(status: c_int) -> ! {
-    log::exit_now(status)
-}
+        /// glibc's `__libc_calloc`.
+        #[no_mangle]
+        pub extern "C" fn __libc_calloc(n: usize, size: usize) -> *mut ::core::ffi::c_void {
+            $crate::log::calloc(n, size)
+        }
 
-/// C99 `_Exit`: as `_exit`.
-#[no_mangle]
-pub extern "C" fn _Exit(status: c_int) -> ! {
-    log::exit_now(status)
+        /// glibc's `__libc_free`.
+        ///
+        /// # Safety
+        /// As for `free`.
+        #[no_mangle]
+        pub unsafe extern "C" fn __libc_free(p: *mut ::core::ffi::c_void) {
+            // SAFETY: forwarded contract.
+            unsafe { $crate::log::free(p) }
+        }
+
+        /// glibc's `__libc_realloc`.
+        ///
+        /// # Safety
+        /// As for `realloc`.
+        #[no_mangle]
+        pub unsafe extern "C" fn __libc_realloc(p: *mut ::core::ffi::c_void, size: usize) -> *mut ::core::ffi::c_void {
+            // SAFETY: forwarded contract.
+            unsafe { $crate::log::realloc(p, size) }
+        }
+
+        /// glibc's `__libc_memalign`.
+        #[no_mangle]
+        pub extern "C" fn __libc_memalign(align: usize, size: usize) -> *mut ::core::ffi::c_void {
+            $crate::log::memalign(align, size)
+        }
+
+        /// glibc's `__libc_valloc`.
+        #[no_mangle]
+        pub extern "C" fn __libc_valloc(size: usize) -> *mut ::core::ffi::c_void {
+            $crate::log::valloc(size)
+        }
+
+        /// glibc's `__libc_pvalloc`.
+        #[no_mangle]
+        pub extern "C" fn __libc_pvalloc(size: usize) -> *mut ::core::ffi::c_void {
+            $crate::log::pvalloc(size)
+        }
+
+        // ---- process exit without exit handlers -----------------------------------------------------
+
+        /// `_exit`: the allocation log's buffered lines written out first (forked children often end
+        /// with `_exit`, which runs no exit handler); then the process ends as glibc's `_exit` ends it.
+        /// glibc's own `exit` does not come here (it calls its internal `_exit`).
+        #[no_mangle]
+        pub extern "C" fn _exit(status: ::core::ffi::c_int) -> ! {
+            $crate::log::exit_now(status)
+        }
+
+        /// C99 `_Exit`: as `_exit`.
+        #[no_mangle]
+        pub extern "C" fn _Exit(status: ::core::ffi::c_int) -> ! {
+            $crate::log::exit_now(status)
+        }
+    };
 }

@@ -21,7 +21,7 @@ use crate::line::{FdWriter, Line};
 use crate::log_sink;
 use crate::options::{Conf, ZeroRealloc};
 use crate::parse;
-use crate::select::{self, Ops};
+use crate::select::Ops;
 use alloclab_core::lock::RawLock;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
 
@@ -48,7 +48,38 @@ static BOOT: Ops = Ops {
     usable_size: |p| (boot().usable_size)(p),
     stats: || (boot().stats)(),
     describe: |w| (boot().describe)(w),
+    config_name: None,
 };
+
+// ---- the installer ---------------------------------------------------------------------------
+
+// Defined by `export!` in the library that invokes it (`installer.rs` has the two kinds), the
+// way `#[global_allocator]` provides `__rust_alloc`: this crate is built once, and each
+// library decides which heap it builds.
+#[cfg(not(test))]
+extern "Rust" {
+    fn alloclab_preload_install(conf: &Conf) -> &'static Ops;
+}
+
+/// Builds the heap of the library being run.
+///
+/// # Safety
+/// As for `installer::install_selected`.
+#[cfg(not(test))]
+unsafe fn install(conf: &Conf) -> &'static Ops {
+    // SAFETY: forwarded contract; `export!` defines the symbol with this signature.
+    unsafe { alloclab_preload_install(conf) }
+}
+
+/// The unit-test binary has no `export!`: it builds the selected heap directly.
+///
+/// # Safety
+/// As for `installer::install_selected`.
+#[cfg(test)]
+unsafe fn install(conf: &Conf) -> &'static Ops {
+    // SAFETY: forwarded contract.
+    unsafe { crate::installer::install_selected(conf) }
+}
 
 // ---- run-time flags other files read --------------------------------------------------------
 
@@ -102,7 +133,7 @@ pub fn ensure_init() {
         start_log(&conf);
         // SAFETY: under `INIT_LOCK` and while `OPS` is still `BOOT`: this runs once, and the
         // table is published below with release ordering.
-        let table = unsafe { select::install(&conf.selection()) };
+        let table = unsafe { install(&conf) };
         // SAFETY: written once here, before `OPS` is published; read only after (release /
         // acquire through `OPS`).
         unsafe { CONF = Some(conf) };
@@ -215,9 +246,9 @@ pub fn print_stats(fd: i32, when: &str) {
         .str(" ")
         .str(when)
         .str(", ");
-    match conf.exact_name() {
-        Some(name) => title.str("config ").str(name),
-        None => title.str("custom config from ").str(conf.named().name),
+    match (ops.config_name, conf.exact_name()) {
+        (Some(name), _) | (None, Some(name)) => title.str("config ").str(name),
+        (None, None) => title.str("custom config from ").str(conf.named().name),
     };
     title.str(": ");
     let _ = (ops.describe)(&mut title);
@@ -232,28 +263,18 @@ pub fn print_stats(fd: i32, when: &str) {
 // ---- constructor and destructor -------------------------------------------------------------
 
 /// Runs when the library is loaded: initializes even a program that never allocates (so that
-/// `help` and bad entries are reported) and registers the fork handlers early.
-#[cfg_attr(test, allow(dead_code))]
-extern "C" fn on_load() {
+/// `help` and bad entries are reported) and registers the fork handlers early. `export!`
+/// puts it in the library's `.init_array`.
+pub extern "C" fn on_load() {
     ensure_init();
 }
 
-/// Runs at exit after the program's own `atexit` handlers and destructors.
-#[cfg_attr(test, allow(dead_code))]
-extern "C" fn on_unload() {
+/// Runs at exit after the program's own `atexit` handlers and destructors. `export!` puts it
+/// in the library's `.fini_array`.
+pub extern "C" fn on_unload() {
     let fd = STATS_FD.load(Ordering::Relaxed);
     if fd >= 0 {
         log_sink::snapshot(|| print_stats(fd, "at exit"));
     }
     log_sink::at_exit();
 }
-
-#[cfg(not(test))]
-#[used]
-#[link_section = ".init_array"]
-static ON_LOAD: extern "C" fn() = on_load;
-
-#[cfg(not(test))]
-#[used]
-#[link_section = ".fini_array"]
-static ON_UNLOAD: extern "C" fn() = on_unload;

@@ -17,7 +17,8 @@
 //! | `init.rs` | start-up, fork handlers, statistics at exit |
 //! | `entry.rs` | C semantics of each entry point (`errno`, alignment rules, overflow) |
 //! | `log.rs` | each entry point plus its line in the allocation log (`log:`) |
-//! | `exports.rs` | the exported symbols, one line each |
+//! | `installer.rs` | which heap a library builds: the `ALLOCLAB_CONF` selection, or one config |
+//! | `exports.rs` | the `export!` macro: the exported symbols, one line each, and the hooks |
 //! | `alloc_count.rs` | unit tests only: counts allocations, to prove parsing makes none |
 //!
 //! ## Rules
@@ -34,19 +35,22 @@
 
 mod entry;
 mod env;
-mod init;
+#[doc(hidden)]
+pub mod init;
+#[doc(hidden)]
+pub mod installer;
 mod line;
+#[doc(hidden)]
+pub mod log;
 mod log_line;
 mod log_sink;
-mod options;
+#[doc(hidden)]
+pub mod options;
 mod parse;
-mod select;
+#[doc(hidden)]
+pub mod select;
 
-// Not in the unit-test binary: its allocator must stay the test harness's own.
-#[cfg(not(test))]
 mod exports;
-#[cfg(not(test))]
-mod log;
 
 #[cfg(test)]
 mod alloc_count;

@@ -221,6 +221,14 @@ impl Conf {
         }
     }
 
+    /// Whether any entry chose policies (`config`, `reuse`, `current_run`, `arenas`).
+    pub fn chooses_policies(&self) -> bool {
+        self.config != Conf::defaults().config
+            || self.reuse.is_some()
+            || self.current_run.is_some()
+            || self.arenas.is_some()
+    }
+
     /// The name of the named configuration the selection is exactly, if any.
     pub fn exact_name(&self) -> Option<&'static str> {
         let s = self.selection();

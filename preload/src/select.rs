@@ -85,6 +85,9 @@ pub struct Ops {
     pub stats: fn() -> Stats,
     /// Writes the policies of the heap actually running, from its types.
     pub describe: fn(&mut dyn fmt::Write) -> fmt::Result,
+    /// The config's own name when the library was built for one config (`export!(C)`);
+    /// `None` when `ALLOCLAB_CONF` chose the policies.
+    pub config_name: Option<&'static str>,
 }
 
 // ---- the heap's storage ---------------------------------------------------------------------
@@ -126,6 +129,13 @@ impl<C: Config> OpsOf<C> {
         usable_size: Self::usable_size,
         stats: Self::stats,
         describe: Self::describe,
+        config_name: None,
+    };
+
+    /// The table of a library built for `C` alone (`export!(C)`).
+    const OPS_NAMED: Ops = Ops {
+        config_name: Some(C::NAME),
+        ..Self::OPS
     };
 
     fn malloc(size: usize) -> *mut u8 {
@@ -179,6 +189,16 @@ impl<C: Config> OpsOf<C> {
         unsafe { h.write(Heap::with_options(options)) };
         &Self::OPS
     }
+
+    /// As `install`, for a library built for `C` alone.
+    ///
+    /// # Safety
+    /// As for [`install`].
+    unsafe fn install_named(options: Options) -> &'static Ops {
+        // SAFETY: forwarded contract.
+        unsafe { Self::install(options) };
+        &Self::OPS_NAMED
+    }
 }
 
 /// Builds the heap that `sel` names in the process's one heap slot and returns its table.
@@ -197,6 +217,16 @@ pub unsafe fn install(sel: &Selection) -> &'static Ops {
             Arenas::Hashed => with_arenas::<Hashed>(sel),
         }
     }
+}
+
+/// Builds a `Heap<C>` in the process's one heap slot and returns its table: the heap of a
+/// library built for one config (`export!(C)`).
+///
+/// # Safety
+/// As for [`install`].
+pub unsafe fn install_config<C: Config>(options: Options) -> &'static Ops {
+    // SAFETY: forwarded contract.
+    unsafe { OpsOf::<C>::install_named(options) }
 }
 
 /// # Safety

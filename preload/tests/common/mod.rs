@@ -28,7 +28,7 @@ pub fn so() -> &'static Path {
         let profile = profile_dir.file_name().unwrap().to_str().unwrap();
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--quiet", "-p", "alloclab-preload", "--target-dir"])
+        cmd.args(["build", "--quiet", "-p", "liballoclab", "--target-dir"])
             .arg(target_dir)
             .current_dir(env!("CARGO_MANIFEST_DIR"));
         match profile {
