@@ -116,7 +116,9 @@ pub fn main(args: &TourArgs) {
         args.threads, args.rounds, args.keep, args.seed
     );
     println!(
-        "(statistics taken at the end, with the long-lived objects still live; sizes in MiB)\n"
+        "(statistics taken at the end, with the long-lived objects still live; sizes in MiB;\n \
+         frag % = 1 - allocated / active; docs/ARCHITECTURE.md, \"Statistics\", defines each \
+         column)\n"
     );
     let results = for_each_config!(run(args));
     let names = alloclab::configs::NAMES;

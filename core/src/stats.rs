@@ -134,7 +134,9 @@ impl Default for Stats {
 }
 
 impl Stats {
-    /// `1 - allocated / active`: the share of active pages not holding live data.
+    /// `1 - allocated / active`: the share of active pages not holding live data (free regions
+    /// of small runs, run headers and slack). Printed as "frag %" by `alloclab tour` and as
+    /// "fragmentation" by `alloclab replay`; docs/ARCHITECTURE.md ("Statistics") defines it.
     pub fn fragmentation(&self) -> f64 {
         if self.active == 0 {
             0.0

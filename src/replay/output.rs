@@ -1,5 +1,6 @@
 //! A replay's report: text for people, JSON for machines (same figures; bytes in JSON are
-//! exact, in text MiB).
+//! exact, in text MiB). docs/ARCHITECTURE.md ("Statistics") defines every figure, among them
+//! the fragmentation: `1 - allocated / active`, a percentage here and a fraction in JSON.
 
 use super::json::Json;
 use super::{HeapStats, Report};
@@ -122,6 +123,7 @@ pub fn write_text(
         }
     )?;
     let h = &r.heap;
+    // Fragmentation: 1 - allocated / active (docs/ARCHITECTURE.md, "Statistics").
     writeln!(
         w,
         "heap       mapped {}, active {}, allocated {}, fragmentation {}",

@@ -1,7 +1,7 @@
 //! # alloclab-verify: the verification suite
 //!
-//! What "verified" means for alloclab (DESIGN.md, "Verification"), as code a policy author can
-//! call. One concern per file:
+//! What "verified" means for alloclab (VERIFY.md at the repository root), as code a policy
+//! author can call (docs/WRITING_A_POLICY.md walks through it). One concern per file:
 //!
 //! | file | owns |
 //! |---|---|

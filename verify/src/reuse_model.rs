@@ -1,6 +1,6 @@
 //! Executable reference models of the run-reuse policies: which run serves the next small
-//! allocation, written as plainly as the specification in DESIGN.md ("Run-reuse policies
-//! (exact semantics)"), with ordinary collections instead of intrusive links.
+//! allocation, written as plainly as the specification in docs/ARCHITECTURE.md ("Built-in
+//! run-reuse policies"), with ordinary collections instead of intrusive links.
 //!
 //! A model sees the same protocol as a policy (`insert`, `freed`, `pick`, `remove`), with runs
 //! named by their start address. The `Harness` drives it from what it observes of the real
