@@ -16,7 +16,9 @@ fn modeled<R: Modeled>() -> Summary {
 #[test]
 fn lifo() {
     let s = modeled::<Lifo>();
-    assert_eq!(s.passed.len(), 4, "{s}");
+    assert_eq!(s.passed.len(), 5, "{s}");
+    assert!(s.model.is_some(), "{s}");
+    assert!(s.coverage.gaps().is_empty(), "{s}");
 }
 
 #[test]
@@ -34,7 +36,9 @@ fn current_run_wrappers() {
     modeled::<CurrentRun<AddrOrdered>>();
     modeled::<CurrentRun<Mrf>>();
     // Without a model only the policy-independent checks run; they pass as well.
-    verify_run_reuse::<CurrentRun<Lifo>>();
+    let s = verify_run_reuse::<CurrentRun<Lifo>>();
+    assert!(s.model.is_none(), "{s}");
+    assert!(s.to_string().contains("NOT checked"), "{s}");
 }
 
 #[test]
