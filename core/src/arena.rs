@@ -436,14 +436,14 @@ impl<C: Config> ArenaInner<C> {
             if r.free() == 0 || r.bin_index() != idx {
                 #[cfg(feature = "verification")]
                 {
-                    self.unusable_pick.get_or_insert((idx, run.addr()));
+                    self.unusable_pick.get_or_insert((idx, r.base()));
                     return ptr::null_mut();
                 }
                 #[cfg(not(feature = "verification"))]
                 crate::report::fatal(format_args!(
-                    "run-reuse policy {} picked run {:#x}, which is full or of another bin",
+                    "run-reuse policy {} picked the run at {:#x}, which is full or of another bin",
                     C::Reuse::NAME,
-                    run.addr()
+                    r.base()
                 ));
             }
             let (p, known_zero) = r.take_region();
@@ -999,7 +999,12 @@ impl<C: Config> ArenaInner<C> {
         }
         bad?;
         if let Some(a) = twice {
-            return Err(Violation::new(ViolationKind::RunKnownTwice).at(a));
+            // Named by its start, as every message names a run.
+            let header = core::ptr::NonNull::new(a as *mut RunHeader).expect("a known run");
+            // SAFETY: every known run passed `known_run_ok` above: `a` is the header of a live
+            // run of this bin, and we hold the lock.
+            let start = unsafe { Run(header).base() };
+            return Err(Violation::new(ViolationKind::RunKnownTwice).at(start));
         }
         if n != nonfull {
             return Err(Violation::new(ViolationKind::NonFullRunUnknown));
@@ -1031,7 +1036,7 @@ impl<C: Config> ArenaInner<C> {
             }
             let run = Run(RunHeader::at(base, idx));
             if run.free() == 0 {
-                return Err(Violation::new(ViolationKind::FullRunKnown).at(header));
+                return Err(Violation::new(ViolationKind::FullRunKnown).at(base));
             }
         }
         Ok(())

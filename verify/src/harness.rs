@@ -261,13 +261,22 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
         }
     }
 
-    /// A violation as a finding, naming its run as [`Harness::run_name`] does.
+    /// The start of the known run (any arena or bin) that contains `addr`.
+    fn run_containing(&self, addr: usize) -> Option<usize> {
+        self.bins.iter().find_map(|(&(_, idx), bm)| {
+            let (&base, _) = bm.used.range(..=addr).next_back()?;
+            (addr < base + bin(idx).run_size()).then_some(base)
+        })
+    }
+
+    /// A violation as a finding, naming its run (if the address lies in a known run) as
+    /// [`Harness::run_name`] does.
     fn violation(&self, v: Violation) -> Finding {
         let mut text = v.to_string();
-        if self.run_ids.contains_key(&v.addr) {
+        if let Some(base) = self.run_containing(v.addr) {
             text = text.replacen(
                 &format!("{:#x}: ", v.addr),
-                &format!("{}: ", self.run_name(v.addr)),
+                &format!("{}: ", self.run_name(base)),
                 1,
             );
         }

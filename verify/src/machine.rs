@@ -243,33 +243,70 @@ pub fn minimize<C: Config, M: ReuseModel>(ops: Vec<Op>, finding: Finding) -> (Ve
 /// the types read where they are imported.
 pub fn short_type_name(full: &str) -> String {
     let mut out = String::new();
+    type_paths(full, |path, sep| {
+        out.push_str(path.rsplit("::").next().unwrap_or(""));
+        out.extend(sep);
+    });
+    out
+}
+
+/// Calls `f` for every path in type name `full`, with the character that follows it.
+fn type_paths(full: &str, mut f: impl FnMut(&str, Option<char>)) {
     let mut word = String::new();
     for ch in full.chars() {
         if ch.is_alphanumeric() || ch == '_' || ch == ':' {
             word.push(ch);
         } else {
-            out.push_str(word.rsplit("::").next().unwrap_or(""));
+            f(&word, Some(ch));
             word.clear();
-            out.push(ch);
         }
     }
-    out.push_str(word.rsplit("::").next().unwrap_or(""));
-    out
+    f(&word, None);
+}
+
+/// The `use` items that bring alloclab's own types in `full` into scope, by their public
+/// paths (the crates re-export them at the root; `configs` is a public module).
+fn alloclab_imports(full: &str, imports: &mut Vec<String>) {
+    type_paths(full, |path, _| {
+        let mut parts = path.split("::");
+        let (Some(krate), Some(last)) = (parts.next(), path.rsplit("::").next()) else {
+            return;
+        };
+        let import = match krate {
+            "alloclab_policies" if path.contains("::configs::") => {
+                format!("alloclab_policies::configs::{last}")
+            }
+            "alloclab_policies" | "alloclab_verify" => format!("{krate}::{last}"),
+            _ => return,
+        };
+        if !imports.contains(&import) {
+            imports.push(import);
+        }
+    });
 }
 
 /// A counterexample as a `#[test]` to paste next to the policy (its types named as imported
 /// there; alloclab's own are in `alloclab_policies` and `alloclab_verify`).
 pub fn as_test<C: Config, M: ReuseModel>(ops: &[Op], finding: &Finding) -> String {
-    let mut t =
-        String::from("#[test]\nfn counterexample() {\n    use alloclab_verify::{Harness, Op};\n");
+    let (config, model) = (core::any::type_name::<C>(), core::any::type_name::<M>());
+    let mut imports = vec![
+        "alloclab_verify::Harness".to_string(),
+        "alloclab_verify::Op".into(),
+    ];
+    alloclab_imports(config, &mut imports);
+    alloclab_imports(model, &mut imports);
+    let mut t = String::from("#[test]\nfn counterexample() {\n");
+    for i in &imports {
+        t.push_str(&format!("    use {i};\n"));
+    }
     t.push_str(&format!("    // Fails with: {finding}\n    let ops = [\n"));
     for op in ops {
         t.push_str(&format!("        Op::{op:?},\n"));
     }
     t.push_str(&format!(
         "    ];\n    Harness::<{}, {}>::run(&ops).unwrap();\n}}\n",
-        short_type_name(core::any::type_name::<C>()),
-        short_type_name(core::any::type_name::<M>()),
+        short_type_name(config),
+        short_type_name(model),
     ));
     t
 }
