@@ -49,7 +49,7 @@ impl<M> BinModel<M> {
     fn cover_insert(&self, run: usize, cov: &mut Coverage) {
         let mut others = self.free.iter().filter(|&(&r, &f)| f > 0 && r != run);
         if let Some((&first, _)) = others.next() {
-            let last = others.last().map_or(first, |(&r, _)| r);
+            let last = others.next_back().map_or(first, |(&r, _)| r);
             if run < first {
                 cov.nonfull_lowest += 1;
             } else if run > last {

@@ -157,7 +157,8 @@ pub fn search<C: Config, M: ReuseModel>(cases: u32, max_steps: usize, seed: Opti
     }
     let coverage = core::cell::RefCell::new(Coverage::default());
     let mut runner = TestRunner::new(cfg);
-    let strategy = OpsMachine::sequential_strategy(1..max_steps.max(2));
+    // Cases of at least half the longest length: every one reaches a shrinking phase.
+    let strategy = OpsMachine::sequential_strategy((max_steps / 2).max(1)..max_steps.max(2));
     let result = runner.run(&strategy, |(_, ops, seen)| {
         // Tell the shrinker how far the sequence got: it first drops what was never reached.
         Harness::<C, M>::new()

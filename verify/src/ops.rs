@@ -85,7 +85,7 @@ pub const CHUNK_FILLER: core::ops::RangeInclusive<u32> = 500_000..=1_000_000;
 /// chunk filler (so that the bin's runs lie in several chunks), rarely large or huge.
 pub fn focused_size_strategy(focus: u32) -> impl Strategy<Value = u32> {
     prop_oneof![
-        20 => Just(focus),
+        24 => Just(focus),
         4 => proptest::sample::select(&HOT_SIZES[..]).prop_map(|s| s as u32),
         3 => 1u32..=3840,
         3 => CHUNK_FILLER,
@@ -97,9 +97,9 @@ pub fn focused_size_strategy(focus: u32) -> impl Strategy<Value = u32> {
 /// The phases of a focused case, in operations: the heap grows for `GROW` operations, then
 /// shrinks for `SHRINK`, and so on. Growth makes many runs of the focus bin (over several
 /// chunks); shrinking leaves holes in most of them, so that picks choose among many.
-pub const GROW: usize = 150;
+pub const GROW: usize = 200;
 /// See [`GROW`].
-pub const SHRINK: usize = 50;
+pub const SHRINK: usize = 100;
 
 /// Operation `step` of a case focused on size `focus` (see [`focused_size_strategy`]), in a
 /// growing or shrinking phase (see [`GROW`]).
@@ -120,7 +120,7 @@ pub fn focused_op_strategy(live: usize, focus: u32, step: usize) -> BoxedStrateg
     let (allocs, frees) = if step % (GROW + SHRINK) < GROW {
         (24, 2)
     } else {
-        (3, 14)
+        (5, 14)
     };
     prop_oneof![
         allocs => alloc,
