@@ -56,6 +56,10 @@ impl core::fmt::Display for Summary {
                 "reference model: none (which run serves each allocation was NOT checked)"
             )?,
         }
+        if self.coverage == Coverage::default() {
+            // Under loom no state machine runs: there is nothing to count.
+            return writeln!(f, "coverage: no state machine ran");
+        }
         writeln!(f, "coverage (state machines, all cases):")?;
         writeln!(f, "{}", self.coverage)
     }
@@ -168,7 +172,12 @@ pub fn check_run_reuse<R: RunReuse, M: ReuseModel>() -> Result<Summary, Finding>
 
 /// The kit on `A`, returning the first finding instead of panicking.
 pub fn check_arena_choice<A: ArenaChoice>() -> Result<Summary, Finding> {
-    let mut s = Summary::default();
+    let mut s = Summary {
+        model: Some(crate::machine::short_type_name(core::any::type_name::<
+            LifoModel,
+        >())),
+        ..Summary::default()
+    };
     #[cfg(not(loom))]
     {
         state_machine::<Using<Lifo, A>, LifoModel>(&mut s, "LIFO run reuse")?;
