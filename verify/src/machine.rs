@@ -138,7 +138,7 @@ pub struct Search {
 
 /// Searches for an operation sequence on which `Harness<C, M>` reports a finding: `cases`
 /// cases of up to `max_steps` operations, from `seed` (`None`: proptest's own choice, random
-/// unless `PROPTEST_RNG_SEED` is set). Returns the shrunk sequence and its finding.
+/// unless `PROPTEST_RNG_SEED` is set). Returns the minimized sequence and its finding.
 pub fn find_counterexample<C: Config, M: ReuseModel>(
     cases: u32,
     max_steps: usize,
@@ -157,7 +157,8 @@ pub fn search<C: Config, M: ReuseModel>(cases: u32, max_steps: usize, seed: Opti
     }
     let coverage = core::cell::RefCell::new(Coverage::default());
     let mut runner = TestRunner::new(cfg);
-    // Cases of at least half the longest length: every one reaches a shrinking phase.
+    // Cases of at least half the longest length: with the default 400 operations, every case
+    // gets through the first growing phase (`ops::GROW`), most into the shrinking one.
     let strategy = OpsMachine::sequential_strategy((max_steps / 2).max(1)..max_steps.max(2));
     let result = runner.run(&strategy, |(_, ops, seen)| {
         // Tell the shrinker how far the sequence got: it first drops what was never reached.
