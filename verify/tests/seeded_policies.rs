@@ -273,3 +273,70 @@ fn a_pick_of_a_full_run_is_a_finding_not_an_abort() {
     assert!(f.is_violation(ViolationKind::UnusablePick), "{f}");
     assert!(f.detail.contains("Op::Alloc"), "{f}");
 }
+
+/// The kit's report for `PicksFullRun`, pasted as printed (only the name and the
+/// `should_panic` added): the printed test compiles where the policy is defined and replays the
+/// finding.
+#[test]
+#[should_panic(expected = "UnusablePick")]
+fn counterexample() {
+    use alloclab_policies::configs::Using;
+    use alloclab_policies::Single;
+    use alloclab_verify::Harness;
+    use alloclab_verify::Op;
+    use alloclab_verify::Unmodeled;
+    // Fails with: step 10: Invariants(UnusablePick): arena 0: bin 27 (448 B): run 0 at 0x7f8017a02000: run-reuse policy picked this run, which is full or of another bin
+    let ops = [
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+    ];
+    Harness::<Using<PicksFullRun, Single>, Unmodeled>::run(&ops).unwrap();
+}
