@@ -35,6 +35,9 @@ pub struct Coverage {
     pub arenas: usize,
     /// Small allocations checked against a reference model's prediction.
     pub model_checked_picks: u64,
+    /// Runs the reference model says a wrapping policy took over (`Removal::Taken`): the
+    /// engine never issues it, so only a model can count it, and it is not required.
+    pub removed_taken: u64,
 }
 
 impl Coverage {
@@ -53,6 +56,7 @@ impl Coverage {
         self.removed_empty += other.removed_empty;
         self.arenas = self.arenas.max(other.arenas);
         self.model_checked_picks += other.model_checked_picks;
+        self.removed_taken += other.removed_taken;
     }
 
     /// Every dimension with its count and what it means, in summary order.
@@ -94,6 +98,11 @@ impl fmt::Display for Coverage {
         for (name, n) in self.dimensions() {
             writeln!(f, "  {name:<42} {n:>8}")?;
         }
+        writeln!(
+            f,
+            "  {:<42} {:>8}",
+            "removals, Taken (per the model)", self.removed_taken
+        )?;
         write!(
             f,
             "  {:<42} {:>8}",

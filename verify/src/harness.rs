@@ -248,6 +248,7 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
         arenas.dedup();
         Coverage {
             arenas: arenas.len(),
+            removed_taken: self.bins.values().map(|bm| bm.policy.taken()).sum(),
             ..self.coverage.clone()
         }
     }
