@@ -111,6 +111,9 @@ pub(crate) struct ArenaInner<C: Config> {
     chunks: *mut ChunkHeader,
     pub stats: ArenaStats,
     dirty_max: usize,
+    /// The first unusable run a policy picked (verification builds): reported by `check`.
+    #[cfg(feature = "verification")]
+    unusable_pick: Option<(usize, usize)>,
 }
 
 /// An arena.
@@ -140,6 +143,8 @@ impl<C: Config> Arena<C> {
                 chunks: ptr::null_mut(),
                 stats: ArenaStats::default(),
                 dirty_max,
+                #[cfg(feature = "verification")]
+                unusable_pick: None,
             }),
         }
     }
@@ -425,13 +430,20 @@ impl<C: Config> ArenaInner<C> {
         };
         let r = run.run();
         // SAFETY: the policy returned a run it knows, a live run of this bin (its contract);
-        // the free-count check below turns a broken policy into a clear abort, not corruption.
+        // the free-count check below turns a broken policy into a clear abort (in verification
+        // builds: a violation `check` reports, and a null allocation), not corruption.
         unsafe {
             if r.free() == 0 || r.bin_index() != idx {
+                #[cfg(feature = "verification")]
+                {
+                    self.unusable_pick.get_or_insert((idx, r.base()));
+                    return ptr::null_mut();
+                }
+                #[cfg(not(feature = "verification"))]
                 crate::report::fatal(format_args!(
-                    "run-reuse policy {} picked run {:#x}, which is full or of another bin",
+                    "run-reuse policy {} picked the run at {:#x}, which is full or of another bin",
                     C::Reuse::NAME,
-                    run.addr()
+                    r.base()
                 ));
             }
             let (p, known_zero) = r.take_region();
@@ -681,6 +693,12 @@ impl<C: Config> ArenaInner<C> {
         map: &PageMap,
     ) -> Result<(), Violation> {
         let err = |v: Violation| v.in_arena(arena_index);
+        #[cfg(feature = "verification")]
+        if let Some((idx, addr)) = self.unusable_pick {
+            return Err(err(Violation::new(ViolationKind::UnusablePick)
+                .in_bin(idx)
+                .at(addr)));
+        }
         let mut runs = [0usize; NBINS];
         let mut nonfull = [0usize; NBINS];
         let mut live = [0usize; NBINS];
@@ -981,7 +999,12 @@ impl<C: Config> ArenaInner<C> {
         }
         bad?;
         if let Some(a) = twice {
-            return Err(Violation::new(ViolationKind::RunKnownTwice).at(a));
+            // Named by its start, as every message names a run.
+            let header = core::ptr::NonNull::new(a as *mut RunHeader).expect("a known run");
+            // SAFETY: every known run passed `known_run_ok` above: `a` is the header of a live
+            // run of this bin, and we hold the lock.
+            let start = unsafe { Run(header).base() };
+            return Err(Violation::new(ViolationKind::RunKnownTwice).at(start));
         }
         if n != nonfull {
             return Err(Violation::new(ViolationKind::NonFullRunUnknown));
@@ -1013,7 +1036,7 @@ impl<C: Config> ArenaInner<C> {
             }
             let run = Run(RunHeader::at(base, idx));
             if run.free() == 0 {
-                return Err(Violation::new(ViolationKind::FullRunKnown).at(header));
+                return Err(Violation::new(ViolationKind::FullRunKnown).at(base));
             }
         }
         Ok(())

@@ -42,6 +42,10 @@ pub enum ViolationKind {
     FullRunKnown,
     /// The policy knows a run that is not a live run of this bin.
     ForeignRunKnown,
+    /// The policy picked a run the engine cannot allocate from (full, or of another bin): a
+    /// broken `RunReuse` contract. Reported only by verification builds (the `verification`
+    /// feature); other builds abort at the pick.
+    UnusablePick,
     /// The policy's own structure is broken.
     Policy(&'static str),
     /// A page entry is inconsistent with its neighbours (`what` says how).
@@ -108,6 +112,10 @@ impl fmt::Display for Violation {
                     "run-reuse policy knows a run that is not a live run of this bin"
                 )
             }
+            ViolationKind::UnusablePick => write!(
+                f,
+                "run-reuse policy picked this run, which is full or of another bin"
+            ),
             ViolationKind::Policy(s) => write!(f, "run-reuse policy: {s}"),
             ViolationKind::PageMap(s) => write!(f, "page map: {s}"),
             ViolationKind::FreeRuns(s) => write!(f, "free page runs: {s}"),

@@ -177,7 +177,6 @@ pub fn abort() -> ! {
 }
 
 /// Sleeps while `*word == expected` (spurious wake-ups allowed).
-#[cfg(not(loom))]
 pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32) {
     // SAFETY: FUTEX_WAIT reads the 32-bit word at a valid address; a null timeout waits
     // indefinitely. The other arguments are ignored for this operation.
@@ -193,18 +192,15 @@ pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32) {
 }
 
 /// Wakes one thread sleeping in [`futex_wait`] on `word`.
-#[cfg(not(loom))]
 pub fn futex_wake(word: &core::sync::atomic::AtomicU32) {
     futex_wake_n(word, 1);
 }
 
 /// Wakes every thread sleeping in [`futex_wait`] on `word`.
-#[cfg(not(loom))]
 pub fn futex_wake_all(word: &core::sync::atomic::AtomicU32) {
     futex_wake_n(word, i32::MAX);
 }
 
-#[cfg(not(loom))]
 fn futex_wake_n(word: &core::sync::atomic::AtomicU32, n: i32) {
     // SAFETY: FUTEX_WAKE only uses the address as a key.
     unsafe {

@@ -118,6 +118,13 @@ impl Run {
         unsafe { (*self.h()).bin as usize }
     }
 
+    /// The run's start address, as its header records it.
+    #[inline(always)]
+    pub unsafe fn base(&self) -> usize {
+        // SAFETY: see `free`.
+        unsafe { (*self.h()).base }
+    }
+
     /// Whether the header names `base` as its run start (else it was overwritten).
     pub unsafe fn header_ok(&self, base: usize) -> bool {
         // SAFETY: see `free`.
@@ -281,6 +288,13 @@ impl<L> RunRef<L> {
         // returned borrow is tied to this handle, which the policy holds only while the run is
         // known to it (the `RunReuse` contract).
         unsafe { &*self.header.as_ptr().cast::<L>() }
+    }
+
+    /// The run's start address (its first region; the header lies further in). Messages name
+    /// a run by its start.
+    pub fn start(self) -> usize {
+        // SAFETY: as for `links`.
+        unsafe { self.run().base() }
     }
 
     /// Free regions in the run now.

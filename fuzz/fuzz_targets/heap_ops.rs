@@ -1,46 +1,30 @@
-//! Arbitrary operation sequences on every named config (the first byte picks one), each
-//! operation checked by `alloclab_verify::Harness`: live allocations, runs and the config's
-//! reference model of run reuse on every step; statistics and `check_invariants()` every
-//! `CHECK_EVERY` steps and at the end.
+//! Arbitrary operation sequences on every named config (the first byte picks one), through
+//! `alloclab_verify::fuzz`, the same body a user's fuzz target calls for its own config: live
+//! allocations, runs and the config's reference model of run reuse on every step; statistics
+//! and `check_invariants()` every `fuzz::CHECK_EVERY` steps and at the end.
 #![no_main]
 
 use alloclab_policies::configs;
-use alloclab_verify::{Harness, Modeled, Op};
-use arbitrary::{Arbitrary, Unstructured};
+use alloclab_verify::fuzz::heap_ops_against;
+use alloclab_verify::Modeled;
 use libfuzzer_sys::fuzz_target;
 
-/// Longest sequence one input runs.
-const MAX_OPS: usize = 256;
-/// Whole-heap checks (`check_invariants`, `check_live`, statistics) run every this many
-/// operations and at the end; everything else is checked on every operation.
-const CHECK_EVERY: usize = 16;
-
-fn run<C: alloclab_core::Config>(ops: &[Op])
+/// `heap_ops::<C>` with `C`'s reference model of run reuse.
+fn run<C: alloclab_core::Config>(data: &[u8])
 where
     C::Reuse: Modeled,
 {
-    let h = Harness::<C, <C::Reuse as Modeled>::Model>::new().check_every(CHECK_EVERY);
-    if let Err(f) = h.run_with(ops, || {}) {
-        panic!("{}: {f}\noperations: {ops:?}", C::NAME);
-    }
+    heap_ops_against::<C, <C::Reuse as Modeled>::Model>(data)
 }
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, rest)) = data.split_first() else {
         return;
     };
-    let mut u = Unstructured::new(rest);
-    let mut ops = Vec::new();
-    while ops.len() < MAX_OPS {
-        match Op::arbitrary(&mut u) {
-            Ok(op) => ops.push(op),
-            Err(_) => break,
-        }
-    }
     match which % 4 {
-        0 => run::<configs::AddrOrdered>(&ops),
-        1 => run::<configs::Lifo>(&ops),
-        2 => run::<configs::Mrf>(&ops),
-        _ => run::<configs::MrfCurrent>(&ops),
+        0 => run::<configs::AddrOrdered>(rest),
+        1 => run::<configs::Lifo>(rest),
+        2 => run::<configs::Mrf>(rest),
+        _ => run::<configs::MrfCurrent>(rest),
     }
 });

@@ -12,7 +12,8 @@
 //!
 //! | check | run-reuse policy `R` | arena choice `A` |
 //! |---|---|---|
-//! | state machine (proptest), `check_invariants` after every step | `R` with one arena and with thread arenas, against model `M` | `A` with LIFO, against the LIFO model |
+//! | state machine (proptest), `check_invariants` after every step | `R` with one arena and with three (`SpreadArenas`), against model `M` | `A` with LIFO, against the LIFO model |
+//! | coverage: every dimension of the protocol exercised (`Coverage`), else a finding | `R` | |
 //! | multi-threaded smoke with cross-thread frees | `R`, one shared arena and thread arenas | `A` |
 //! | stable across sizes (the thread-arenas seed) | | `A` |
 //! | arenas handed back at thread exit, bounded under churn | | `A` |
@@ -20,17 +21,24 @@
 //! Under `--cfg loom` the same calls run the loom model of cross-thread frees instead (the
 //! other checks need real threads and many steps, which loom cannot explore).
 
-use crate::finding::Finding;
+use crate::coverage::Coverage;
+use crate::finding::{Check, Finding};
 use crate::reuse_model::{LifoModel, ReuseModel, Unmodeled};
+use crate::spread::SpreadArenas;
 use alloclab_core::{ArenaChoice, RunReuse};
 use alloclab_policies::configs::Using;
 use alloclab_policies::{Lifo, Single, ThreadLocal};
 
-/// What the kit ran, one line per check.
+/// What the kit ran, one line per check, and what its state machines exercised.
 #[derive(Debug, Default)]
 pub struct Summary {
     /// A line per check that passed.
     pub passed: Vec<String>,
+    /// What the state machines' generated operations reached, summed over every case.
+    pub coverage: Coverage,
+    /// The reference model each pick was checked against (`None`: no model, so which run
+    /// serves was not checked).
+    pub model: Option<String>,
 }
 
 impl core::fmt::Display for Summary {
@@ -38,7 +46,22 @@ impl core::fmt::Display for Summary {
         for l in &self.passed {
             writeln!(f, "ok: {l}")?;
         }
-        Ok(())
+        match &self.model {
+            Some(m) => writeln!(
+                f,
+                "reference model: {m} (predicts the run of every small allocation)"
+            )?,
+            None => writeln!(
+                f,
+                "reference model: none (which run serves each allocation was NOT checked)"
+            )?,
+        }
+        if self.coverage == Coverage::default() {
+            // Under loom no state machine runs: there is nothing to count.
+            return writeln!(f, "coverage: no state machine ran");
+        }
+        writeln!(f, "coverage (state machines, all cases):")?;
+        writeln!(f, "{}", self.coverage)
     }
 }
 
@@ -65,32 +88,70 @@ fn name<R: RunReuse>() -> String {
     s
 }
 
-/// The state machine for config `C`: a proptest search whose shrunk counterexample, if any,
-/// becomes the finding's detail.
+/// The state machine for config `C`: a proptest search from each regression seed, then from
+/// a random one, whose minimized counterexample, if any, becomes the finding's detail (with
+/// the `#[test]` that replays it).
 #[cfg(not(loom))]
 fn state_machine<C: alloclab_core::Config, M: ReuseModel>(
     s: &mut Summary,
     what: &str,
 ) -> Result<(), Finding> {
-    use crate::machine::{cases, find_counterexample, steps, DEFAULT_CASES, DEFAULT_STEPS};
+    use crate::machine::{
+        as_test, cases, search, steps, DEFAULT_CASES, DEFAULT_STEPS, REGRESSION_SEEDS,
+    };
     let (n, len) = (cases(DEFAULT_CASES), steps(DEFAULT_STEPS));
-    if let Some((ops, mut f)) = find_counterexample::<C, M>(n, len, None) {
-        f.detail = format!("{} [{what}; shrunk operations: {ops:?}]", f.detail);
-        return Err(f);
+    let seeds = REGRESSION_SEEDS.map(Some).into_iter().chain([None]);
+    let runs = REGRESSION_SEEDS.len() + 1;
+    for seed in seeds {
+        let found = search::<C, M>(n, len, seed);
+        s.coverage.add(&found.coverage);
+        if let Some((ops, mut f)) = found.counterexample {
+            f.detail = format!(
+                "{} [{what}; minimized to {} operations]\nreplay it with:\n{}",
+                f.detail,
+                ops.len(),
+                as_test::<C, M>(&ops, &f)
+            );
+            return Err(f);
+        }
     }
     s.passed.push(format!(
-        "state machine, {what}: {n} cases of up to {len} operations"
+        "state machine, {what}: {runs} x {n} cases of up to {len} operations"
     ));
     Ok(())
 }
 
+/// Fails, naming every gap, if the state machines never exercised a dimension of the
+/// protocol.
+fn require_coverage(s: &Summary) -> Result<(), Finding> {
+    let gaps = s.coverage.gaps();
+    if gaps.is_empty() {
+        return Ok(());
+    }
+    Err(Finding::new(
+        Check::Coverage,
+        0,
+        format!(
+            "the generated operations never exercised: {}; the kit cannot vouch for those \
+             decisions (raise PROPTEST_CASES / ALLOCLAB_VERIFY_STEPS)\n{}",
+            gaps.join("; "),
+            s.coverage
+        ),
+    ))
+}
+
 /// The kit on `R` with model `M`, returning the first finding instead of panicking.
 pub fn check_run_reuse<R: RunReuse, M: ReuseModel>() -> Result<Summary, Finding> {
-    let mut s = Summary::default();
+    let mut s = Summary {
+        model: M::PREDICTS.then(|| crate::machine::short_type_name(core::any::type_name::<M>())),
+        ..Summary::default()
+    };
     #[cfg(not(loom))]
     {
         state_machine::<Using<R, Single>, M>(&mut s, "one arena")?;
-        state_machine::<Using<R, ThreadLocal>, M>(&mut s, "thread arenas")?;
+        state_machine::<Using<R, SpreadArenas>, M>(&mut s, "three arenas (by request size)")?;
+        require_coverage(&s)?;
+        s.passed.push("coverage: every dimension exercised".into());
         crate::threads::smoke::<Using<R, Single>>(4, 4000, 0x5eed)?;
         s.passed
             .push("4 threads, one shared arena, cross-thread frees".into());
@@ -100,7 +161,8 @@ pub fn check_run_reuse<R: RunReuse, M: ReuseModel>() -> Result<Summary, Finding>
     }
     #[cfg(loom)]
     {
-        let _ = core::marker::PhantomData::<(M, ThreadLocal)>;
+        let _ = core::marker::PhantomData::<(M, ThreadLocal, SpreadArenas)>;
+        let _ = require_coverage;
         crate::loom::cross_thread_model::<Using<R, Single>>();
         s.passed
             .push("loom: cross-thread free against allocation, one arena".into());
@@ -110,7 +172,12 @@ pub fn check_run_reuse<R: RunReuse, M: ReuseModel>() -> Result<Summary, Finding>
 
 /// The kit on `A`, returning the first finding instead of panicking.
 pub fn check_arena_choice<A: ArenaChoice>() -> Result<Summary, Finding> {
-    let mut s = Summary::default();
+    let mut s = Summary {
+        model: Some(crate::machine::short_type_name(core::any::type_name::<
+            LifoModel,
+        >())),
+        ..Summary::default()
+    };
     #[cfg(not(loom))]
     {
         state_machine::<Using<Lifo, A>, LifoModel>(&mut s, "LIFO run reuse")?;

@@ -22,6 +22,9 @@ pub enum Check {
     Stats,
     /// An arena-choice property (stability across sizes, arenas handed back at thread exit).
     ArenaChoice,
+    /// The generated operations never exercised a dimension of the run-reuse protocol (see
+    /// `Coverage`): the kit cannot vouch for what it never tried.
+    Coverage,
 }
 
 /// A failed check: which check, at which step, and a precise description.

@@ -13,11 +13,12 @@
 //! - statistics: allocated bytes, live regions per bin, live huge allocations;
 //! - `Heap::check_invariants()` and `Heap::check_live()`.
 
+use crate::coverage::Coverage;
 use crate::finding::{Check, Finding};
 use crate::ops::Op;
 use crate::reuse_model::{ReuseModel, Runs, Unmodeled};
-use alloclab_core::size_class::{bin, classify, usable, SizeClass, PAGE, QUANTUM};
-use alloclab_core::{Config, Heap, Options, MAX_ARENAS};
+use alloclab_core::size_class::{bin, classify, usable, SizeClass, CHUNK, PAGE, QUANTUM};
+use alloclab_core::{Config, Heap, Options, Violation, MAX_ARENAS};
 use std::collections::BTreeMap;
 
 /// One live allocation as the model knows it.
@@ -37,7 +38,51 @@ struct BinModel<M> {
     used: BTreeMap<usize, Vec<bool>>,
     /// Run start -> free regions.
     free: BTreeMap<usize, usize>,
+    /// The run that served the bin's last allocation (current while it stays non-full).
+    last_served: Option<usize>,
     policy: M,
+}
+
+impl<M> BinModel<M> {
+    /// Counts where `run`, which just became non-full, lies among the bin's other non-full
+    /// runs, and whether a current run existed.
+    fn cover_insert(&self, run: usize, cov: &mut Coverage) {
+        let mut others = self.free.iter().filter(|&(&r, &f)| f > 0 && r != run);
+        if let Some((&first, _)) = others.next() {
+            let last = others.next_back().map_or(first, |(&r, _)| r);
+            if run < first {
+                cov.nonfull_lowest += 1;
+            } else if run > last {
+                cov.nonfull_highest += 1;
+            } else {
+                cov.nonfull_middle += 1;
+            }
+        }
+        if let Some(cur) = self.last_served.filter(|&c| c != run) {
+            if self.free.get(&cur).is_some_and(|&f| f > 0) {
+                cov.nonfull_beside_current += 1;
+            }
+        }
+    }
+
+    /// Counts the choice an allocation of this bin faces: how many non-full runs, in how many
+    /// chunks.
+    fn cover_pick(&self, cov: &mut Coverage) {
+        let mut candidates = 0;
+        let mut chunks = 0;
+        let mut last_chunk = None;
+        for (&r, _) in self.free.iter().filter(|&(_, &f)| f > 0) {
+            candidates += 1;
+            if last_chunk != Some(r / CHUNK) {
+                chunks += 1;
+                last_chunk = Some(r / CHUNK);
+            }
+        }
+        cov.picks_among_2 += u64::from(candidates >= 2);
+        cov.picks_among_8 += u64::from(candidates >= 8);
+        cov.span_2_chunks += u64::from(chunks >= 2);
+        cov.span_4_chunks += u64::from(chunks >= 4);
+    }
 }
 
 /// The word written at word `i` of an allocation tagged `tag`: different for every position
@@ -106,6 +151,10 @@ pub struct Harness<C: Config, M: ReuseModel = Unmodeled> {
     step: usize,
     next_tag: u64,
     check_every: usize,
+    coverage: Coverage,
+    /// Run start -> the run's index (in order of creation), for messages.
+    run_ids: BTreeMap<usize, usize>,
+    next_run_id: usize,
 }
 
 impl<C: Config, M: ReuseModel> Default for Harness<C, M> {
@@ -129,6 +178,9 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
             step: 0,
             next_tag: 1,
             check_every: 1,
+            coverage: Coverage::default(),
+            run_ids: BTreeMap::new(),
+            next_run_id: 0,
         }
     }
 
@@ -163,13 +215,73 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
     }
 
     /// Runs `ops` on this harness (see [`Harness::run_observed`]), then frees everything.
-    pub fn run_with(mut self, ops: &[Op], mut before_each: impl FnMut()) -> Result<(), Finding> {
-        let h = &mut self;
+    pub fn run_with(self, ops: &[Op], before_each: impl FnMut()) -> Result<(), Finding> {
+        self.run_covered(ops, before_each, &mut Coverage::default())
+    }
+
+    /// As [`Harness::run_with`], adding what the run exercised to `coverage` (whether or not
+    /// it found something).
+    pub fn run_covered(
+        mut self,
+        ops: &[Op],
+        mut before_each: impl FnMut(),
+        coverage: &mut Coverage,
+    ) -> Result<(), Finding> {
+        let mut result = Ok(());
         for op in ops {
             before_each();
-            h.apply(op)?;
+            result = self.apply(op);
+            if result.is_err() {
+                break;
+            }
         }
-        self.finish()
+        if result.is_ok() {
+            result = self.finish_checks();
+        }
+        coverage.add(&self.coverage());
+        result
+    }
+
+    /// What this harness exercised so far.
+    pub fn coverage(&self) -> Coverage {
+        let mut arenas: Vec<usize> = self.bins.keys().map(|&(a, _)| a).collect();
+        arenas.dedup();
+        Coverage {
+            arenas: arenas.len(),
+            removed_taken: self.bins.values().map(|bm| bm.policy.taken()).sum(),
+            ..self.coverage.clone()
+        }
+    }
+
+    /// How messages name the run starting at `base`: its index (in order of creation in this
+    /// harness) and start address.
+    pub fn run_name(&self, base: usize) -> String {
+        match self.run_ids.get(&base) {
+            Some(id) => format!("run {id} at {base:#x}"),
+            None => format!("run at {base:#x}"),
+        }
+    }
+
+    /// The start of the known run (any arena or bin) that contains `addr`.
+    fn run_containing(&self, addr: usize) -> Option<usize> {
+        self.bins.iter().find_map(|(&(_, idx), bm)| {
+            let (&base, _) = bm.used.range(..=addr).next_back()?;
+            (addr < base + bin(idx).run_size()).then_some(base)
+        })
+    }
+
+    /// A violation as a finding, naming its run (if the address lies in a known run) as
+    /// [`Harness::run_name`] does.
+    fn violation(&self, v: Violation) -> Finding {
+        let mut text = v.to_string();
+        if let Some(base) = self.run_containing(v.addr) {
+            text = text.replacen(
+                &format!("{:#x}: ", v.addr),
+                &format!("{}: ", self.run_name(base)),
+                1,
+            );
+        }
+        self.fail(Check::Invariants(v.kind), text)
     }
 
     fn fail(&self, check: Check, detail: impl Into<String>) -> Finding {
@@ -213,6 +325,10 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
 
     /// Frees every live allocation (checking each), then checks that the heap holds nothing.
     pub fn finish(mut self) -> Result<(), Finding> {
+        self.finish_checks()
+    }
+
+    fn finish_checks(&mut self) -> Result<(), Finding> {
         while !self.live.is_empty() {
             self.step += 1;
             self.free(self.live.len() - 1)?;
@@ -267,6 +383,11 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
             ));
         };
         if p == 0 {
+            // A policy that broke its contract (a pick the engine cannot use) makes the
+            // allocation fail in verification builds; the invariants name the broken pick.
+            self.heap
+                .check_invariants()
+                .map_err(|v| self.violation(v))?;
             return Err(self.fail(
                 Check::LiveModel,
                 format!("allocate({size}, {align}) returned null"),
@@ -344,6 +465,9 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
         // SAFETY: a live allocation of this heap; on success only the result is used.
         let q = unsafe { self.heap.realloc_c(old.ptr as *mut u8, new_size) } as usize;
         if q == 0 {
+            self.heap
+                .check_invariants()
+                .map_err(|v| self.violation(v))?;
             return Err(self.fail(
                 Check::LiveModel,
                 format!("realloc({:#x}, {new_size}) returned null", old.ptr),
@@ -466,6 +590,7 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
         let found = self.run_of(a, p);
         let step = self.step;
         let bm = self.bins.entry((a, idx)).or_default();
+        bm.cover_pick(&mut self.coverage);
         let predicted = M::PREDICTS.then(|| bm.policy.pick(&Runs::new(&bm.free)));
         let served = match found {
             Some((other, _)) if other != idx => {
@@ -476,15 +601,15 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
                 ))
             }
             Some((_, base)) => {
-                let used = &bm.used[&base];
+                let used = &self.bins[&(a, idx)].used[&base];
                 let lowest = used.iter().position(|u| !u);
                 let want = lowest.map(|r| base + r * info.size as usize);
                 if want != Some(p) {
-                    return Err(Finding::new(
+                    return Err(self.fail(
                         Check::LiveModel,
-                        step,
                         format!(
-                            "bin {idx}: {p:#x} is not the lowest free region of run {base:#x} ({want:x?})"
+                            "bin {idx}: {p:#x} is not the lowest free region of {} ({want:x?})",
+                            self.run_name(base)
                         ),
                     ));
                 }
@@ -502,36 +627,46 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
             }
         };
         if let Some(expected) = predicted {
+            self.coverage.model_checked_picks += 1;
             if expected != served {
-                return Err(Finding::new(
+                let name = |r: Option<usize>, new: &str| match r {
+                    Some(r) => self.run_name(r),
+                    None => new.to_string(),
+                };
+                return Err(self.fail(
                     Check::ReuseModel,
-                    step,
                     format!(
-                        "arena {a}, bin {idx} ({} B): the model predicts {} but run {} served",
+                        "arena {a}, bin {idx} ({} B): the model predicts {} but {} served",
                         info.size,
-                        expected.map_or("a new run".into(), |r| format!("{r:#x}")),
-                        served.map_or(format!("new {p:#x}"), |r| format!("{r:#x}")),
+                        name(expected, "a new run"),
+                        name(served, &format!("a new run at {p:#x}")),
                     ),
                 ));
             }
         }
+        let bm = self.bins.get_mut(&(a, idx)).expect("entered above");
         let base = match served {
             Some(b) => b,
             None => {
                 let cap = info.capacity as usize;
                 bm.used.insert(p, vec![false; cap]);
                 bm.free.insert(p, cap);
+                bm.cover_insert(p, &mut self.coverage);
                 bm.policy.insert(p, &Runs::new(&bm.free));
                 bm.policy.pick(&Runs::new(&bm.free));
+                self.run_ids.insert(p, self.next_run_id);
+                self.next_run_id += 1;
                 p
             }
         };
         let r = (p - base) / info.size as usize;
         bm.used.get_mut(&base).expect("known run")[r] = true;
+        bm.last_served = Some(base);
         let free = bm.free.get_mut(&base).expect("known run");
         *free -= 1;
         if *free == 0 {
             bm.policy.remove(base);
+            self.coverage.removed_full += 1;
         }
         Ok(())
     }
@@ -556,12 +691,16 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
         if free == cap {
             if cap > 1 {
                 bm.policy.remove(base);
+                self.coverage.removed_empty += 1;
             }
             bm.used.remove(&base);
             bm.free.remove(&base);
+            self.run_ids.remove(&base);
         } else if free == 1 {
+            bm.cover_insert(base, &mut self.coverage);
             bm.policy.insert(base, &Runs::new(&bm.free));
         } else {
+            self.coverage.freed_into_known += 1;
             bm.policy.freed(base, &Runs::new(&bm.free));
         }
         Ok(())
@@ -573,7 +712,7 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
         let mut live: Vec<(usize, usize)> = self.live.iter().map(|l| (l.ptr, l.size)).collect();
         self.heap
             .check_live(&mut live)
-            .map_err(|v| self.fail(Check::Invariants(v.kind), v.to_string()))?;
+            .map_err(|v| self.violation(v))?;
         let st = self.heap.stats();
         let allocated: usize = self.live.iter().map(|l| usable(l.class)).sum();
         // `what` is formatted only on a mismatch: this runs for every bin of every arena.

@@ -5,11 +5,14 @@
 //!
 //! | file | owns |
 //! |---|---|
+//! | `coverage.rs` | `Coverage`: which protocol situations the generated operations reached |
 //! | `finding.rs` | `Finding`, `Check`: what a check found and which check found it |
 //! | `ops.rs` | heap operations as data, and their proptest strategies |
 //! | `reuse_model.rs` | executable reference models of the run-reuse policies |
 //! | `harness.rs` | `Harness<C, M>`: a real heap next to a model of live allocations and runs |
+//! | `fuzz.rs` | the body of a fuzz target for any config: `fuzz::heap_ops::<C>(data)` |
 //! | `machine.rs` | the proptest state machine and counterexample search |
+//! | `spread.rs` | `SpreadArenas`: several arenas from one thread, for the state machine |
 //! | `threads.rs` | multi-threaded smoke with cross-thread frees |
 //! | `arenas.rs` | arena-choice properties: stability across sizes, thread churn |
 //! | `loom.rs` | loom helpers and the kit's loom model (`--cfg loom` only) |
@@ -24,14 +27,17 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod coverage;
 pub mod finding;
 pub mod ops;
 pub mod reuse_model;
 
+pub mod fuzz;
 pub mod harness;
 pub mod machine;
 
 pub mod arenas;
+pub mod spread;
 pub mod threads;
 
 #[cfg(loom)]
@@ -43,6 +49,7 @@ pub use conformance::{
     check_arena_choice, check_run_reuse, verify_arena_choice, verify_run_reuse,
     verify_run_reuse_against, Summary,
 };
+pub use coverage::Coverage;
 pub use finding::{Check, Finding};
 pub use harness::Harness;
 pub use ops::Op;
@@ -50,3 +57,4 @@ pub use reuse_model::{
     AddrOrderedModel, CurrentRunModel, LifoModel, Modeled, MrfModel, RecencyModel, ReuseModel,
     Runs, Unmodeled,
 };
+pub use spread::SpreadArenas;

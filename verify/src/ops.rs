@@ -76,6 +76,63 @@ pub fn align_strategy() -> impl Strategy<Value = u8> {
     prop_oneof![12 => 0u8..=4, 2 => 5u8..=12, 1 => 13u8..=21]
 }
 
+/// Large requests that take most of a chunk (1 MiB), so that the runs made after one go to
+/// another chunk: one bin's runs then spread over several chunks.
+pub const CHUNK_FILLER: core::ops::RangeInclusive<u32> = 500_000..=1_000_000;
+
+/// A request size for a case that focuses on size `focus`: mostly `focus` (so that one bin
+/// gets many runs, and picks among many candidates), often another small size, sometimes a
+/// chunk filler (so that the bin's runs lie in several chunks), rarely large or huge.
+pub fn focused_size_strategy(focus: u32) -> impl Strategy<Value = u32> {
+    prop_oneof![
+        24 => Just(focus),
+        4 => proptest::sample::select(&HOT_SIZES[..]).prop_map(|s| s as u32),
+        3 => 1u32..=3840,
+        3 => CHUNK_FILLER,
+        1 => 3841u32..=300_000,
+        1 => 1_100_000u32..=2_200_000,
+    ]
+}
+
+/// The phases of a focused case, in operations: the heap grows for `GROW` operations, then
+/// shrinks for `SHRINK`, and so on. Growth makes many runs of the focus bin (over several
+/// chunks); shrinking leaves holes in most of them, so that picks choose among many.
+pub const GROW: usize = 200;
+/// See [`GROW`].
+pub const SHRINK: usize = 100;
+
+/// Operation `step` of a case focused on size `focus` (see [`focused_size_strategy`]), in a
+/// growing or shrinking phase (see [`GROW`]).
+pub fn focused_op_strategy(live: usize, focus: u32, step: usize) -> BoxedStrategy<Op> {
+    let alloc = (
+        focused_size_strategy(focus),
+        align_strategy(),
+        proptest::bool::weighted(0.1),
+    )
+        .prop_map(|(size, align_log, zero)| Op::Alloc {
+            size,
+            align_log,
+            zero,
+        });
+    if live == 0 {
+        return alloc.boxed();
+    }
+    let (allocs, frees) = if step % (GROW + SHRINK) < GROW {
+        (24, 2)
+    } else {
+        (5, 14)
+    };
+    prop_oneof![
+        allocs => alloc,
+        frees => any::<u16>().prop_map(|slot| Op::Free { slot }),
+        2 => (any::<u16>(), focused_size_strategy(focus))
+            .prop_map(|(slot, size)| Op::Realloc { slot, size }),
+        1 => (any::<u16>(), any::<u32>()).prop_map(|(slot, offset)| Op::FreeInterior { slot, offset }),
+        1 => Just(Op::Purge),
+    ]
+    .boxed()
+}
+
 /// An operation, weighted so that the heap grows on average but also shrinks.
 pub fn op_strategy(live: usize) -> BoxedStrategy<Op> {
     let alloc = (
@@ -103,7 +160,6 @@ pub fn op_strategy(live: usize) -> BoxedStrategy<Op> {
 
 /// Fuzz input to operations, with the same weights as the proptest strategies: raw bytes would
 /// otherwise make nearly every request a multi-megabyte mapping.
-#[cfg(feature = "arbitrary")]
 impl<'a> arbitrary::Arbitrary<'a> for Op {
     fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
         fn size(u: &mut arbitrary::Unstructured<'_>) -> arbitrary::Result<u32> {

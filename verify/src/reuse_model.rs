@@ -44,6 +44,11 @@ pub trait ReuseModel: Default + core::fmt::Debug + 'static {
     fn prefer(_candidate: usize, _current: usize) -> bool {
         false
     }
+    /// How many runs the modelled policy handed over with `Removal::Taken` so far (wrappers
+    /// such as `CurrentRun` take runs from the policy they wrap; the engine never does).
+    fn taken(&self) -> u64 {
+        0
+    }
 }
 
 /// Ties a policy to its reference model.
@@ -125,6 +130,7 @@ impl ReuseModel for AddrOrderedModel {
 pub struct CurrentRunModel<M> {
     current: Option<usize>,
     inner: M,
+    taken: u64,
 }
 
 impl<M: ReuseModel> ReuseModel for CurrentRunModel<M> {
@@ -150,6 +156,7 @@ impl<M: ReuseModel> ReuseModel for CurrentRunModel<M> {
         if self.current.is_none() {
             let next = self.inner.pick(runs)?;
             self.inner.remove(next);
+            self.taken += 1;
             self.current = Some(next);
         }
         self.current
@@ -163,6 +170,9 @@ impl<M: ReuseModel> ReuseModel for CurrentRunModel<M> {
     }
     fn prefer(candidate: usize, current: usize) -> bool {
         M::prefer(candidate, current)
+    }
+    fn taken(&self) -> u64 {
+        self.taken + self.inner.taken()
     }
 }
 

@@ -75,6 +75,11 @@ pub fn smoke<C: Config>(threads: usize, ops: usize, seed: u64) -> Result<(), Fin
                             let size = rng.size();
                             let p = heap.malloc(size) as usize;
                             if p == 0 {
+                                // A broken policy contract (verification builds) explains
+                                // the failure better than the failure itself.
+                                heap.check_invariants().map_err(|v| {
+                                    Finding::new(Check::Invariants(v.kind), i, v.to_string())
+                                })?;
                                 return Err(Finding::new(Check::LiveModel, i, "malloc failed"));
                             }
                             let b = Block {

@@ -8,6 +8,7 @@
 //! | MRF that inserts a run twice (slot stack) | `check_invariants`: `RunKnownTwice` |
 //! | MRF that re-inserts into its intrusive list | `check_invariants`: `Policy` (the list's own check) |
 //! | arena choice that a large request resets to the shared arena | kit: arena stable across sizes |
+//! | LIFO that keeps full runs out of `for_each`'s sight and picks one | the engine's check on picked runs: `UnusablePick`, a finding (verification builds), not an abort |
 //!
 //! The engine-level seeded bugs (bitmap off-by-one, unlocked free, lost update) are in
 //! `seeded_engine.rs` and `loom_seeded.rs`, built with `--cfg alloclab_seeded`.
@@ -113,6 +114,39 @@ unsafe impl RunReuse for MrfTwice {
     }
 }
 
+/// LIFO over a slot stack that keeps runs that became full, and hides them from `for_each` (so
+/// `check_invariants` cannot see them): its next pick is a full run, which the engine refuses.
+struct PicksFullRun;
+
+// SAFETY: none; this policy returns a full run from `pick` on purpose. The engine's check on
+// picked runs refuses it (in verification builds: as a violation, not an abort).
+unsafe impl RunReuse for PicksFullRun {
+    type Links = Links;
+    type Bin = Stack;
+    const NAME: &'static str = "seeded-picks-full-run";
+    fn insert(bin: &mut Stack, run: Slot) {
+        if !(0..bin.len).any(|i| bin.slots[i].get() == Some(run)) {
+            bin.push(run);
+        }
+    }
+    fn pick(bin: &mut Stack) -> Option<Slot> {
+        bin.len.checked_sub(1).and_then(|i| bin.slots[i].get())
+    }
+    fn remove(bin: &mut Stack, run: Slot, why: Removal) {
+        if why != Removal::Full {
+            bin.remove_top_most(run);
+        }
+    }
+    fn for_each(bin: &Stack, f: &mut dyn FnMut(Slot)) {
+        for s in &bin.slots[..bin.len] {
+            let r = s.get().expect("filled slot");
+            if r.free() > 0 {
+                f(r);
+            }
+        }
+    }
+}
+
 /// MRF whose `freed` pushes the run onto the intrusive list again (without unlinking it).
 struct MrfReinsert;
 
@@ -178,7 +212,9 @@ fn lifo_keeping_full_runs_is_caught_as_full_run_known() {
         f.is_violation(ViolationKind::FullRunKnown),
         "{f} after {ops:?}"
     );
-    // The kit finds it too, by the same check.
+    // The kit finds it too, by the same check, deterministically: its state machine searches
+    // from a fixed regression seed before a random one, and a pick of the full run (had any
+    // sequence reached one first) would be the `UnusablePick` finding, not an abort.
     let f = check_run_reuse::<LifoKeepsFull, Unmodeled>().expect_err("kit missed the bug");
     assert!(f.is_violation(ViolationKind::FullRunKnown), "{f}");
 }
@@ -217,4 +253,90 @@ fn a_large_request_resetting_the_thread_arena_is_caught() {
         )
         .is_none()
     );
+}
+
+#[test]
+fn a_pick_of_a_full_run_is_a_finding_not_an_abort() {
+    let (ops, f) = find_counterexample::<Using<PicksFullRun, Single>, Unmodeled>(8, 400, SEED)
+        .expect("the seeded full-run pick went unnoticed");
+    assert!(
+        f.is_violation(ViolationKind::UnusablePick),
+        "{f} after {ops:?}"
+    );
+    // Runs are named by index and start address.
+    assert!(
+        f.detail.contains(": run ") && f.detail.contains(" at 0x"),
+        "{f}"
+    );
+    // The kit reports it with the operations that led to it, and this binary goes on.
+    let f = check_run_reuse::<PicksFullRun, Unmodeled>().expect_err("kit missed the bug");
+    assert!(f.is_violation(ViolationKind::UnusablePick), "{f}");
+    assert!(f.detail.contains("Op::Alloc"), "{f}");
+}
+
+/// The kit's report for `PicksFullRun`, pasted as printed (only the name and the
+/// `should_panic` added): the printed test compiles where the policy is defined and replays the
+/// finding.
+#[test]
+#[should_panic(expected = "UnusablePick")]
+fn counterexample() {
+    use alloclab_policies::configs::Using;
+    use alloclab_policies::Single;
+    use alloclab_verify::Harness;
+    use alloclab_verify::Op;
+    use alloclab_verify::Unmodeled;
+    // Fails with: step 10: Invariants(UnusablePick): arena 0: bin 27 (448 B): run 0 at 0x7f8017a02000: run-reuse policy picked this run, which is full or of another bin
+    let ops = [
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+        Op::Alloc {
+            size: 448,
+            align_log: 0,
+            zero: false,
+        },
+    ];
+    Harness::<Using<PicksFullRun, Single>, Unmodeled>::run(&ops).unwrap();
 }
