@@ -6,6 +6,8 @@ pub use alloclab_policies as policies;
 pub use alloclab_policies::{configs, for_each_config};
 
 pub mod generate;
+pub mod measure;
 pub mod replay;
 pub mod rng;
+pub mod subject;
 pub mod trace;

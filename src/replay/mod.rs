@@ -1,5 +1,5 @@
 //! Replaying a trace in process against an allocator: alloclab's named configs, and any
-//! [`ReplayAllocator`] (the peers, once they land).
+//! [`Subject`] (the peers, once they land).
 //!
 //! As logalloc-replay does, the replayer keeps its bookkeeping out of the allocator under
 //! test: the decoded calls, the pointer table and the thread schedules live in mmap'd arrays
@@ -17,13 +17,12 @@
 //! One allocator per process: resident sizes are per process, so comparing allocators means
 //! one `alloclab replay` per allocator.
 
-mod allocator;
 pub mod json;
 mod output;
 pub mod rss;
 mod threads;
 
-pub use allocator::{HeapStats, ReplayAllocator};
+pub use crate::subject::{HeapStats, Subject};
 pub use output::{json, write_text, Source};
 pub use rss::RssFigures;
 
@@ -149,7 +148,7 @@ fn to_usize(v: u64) -> usize {
 /// Replays one call. Slots are read and written with relaxed ordering: the single-threaded
 /// replay needs no more, and the threaded one orders calls on a slot through its versions.
 #[inline(always)]
-pub(crate) fn call<A: ReplayAllocator + ?Sized>(
+pub(crate) fn call<A: Subject + ?Sized>(
     a: &A,
     op: &Op,
     slots: &[AtomicUsize],
@@ -199,7 +198,7 @@ pub(crate) fn call<A: ReplayAllocator + ?Sized>(
 }
 
 /// Takes a snapshot without allocating.
-pub(crate) fn snapshot<A: ReplayAllocator + ?Sized>(a: &A, op: u64) -> Snapshot {
+pub(crate) fn snapshot<A: Subject + ?Sized>(a: &A, op: u64) -> Snapshot {
     Snapshot {
         op,
         rss: rss::current(),
@@ -208,7 +207,7 @@ pub(crate) fn snapshot<A: ReplayAllocator + ?Sized>(a: &A, op: u64) -> Snapshot 
 }
 
 /// Replays `trace` against `a`. `a` should be fresh: its figures are reported as the trace's.
-pub fn replay<A: ReplayAllocator>(
+pub fn replay<A: Subject + ?Sized>(
     a: &A,
     trace: &Trace,
     options: Options,
@@ -269,7 +268,7 @@ pub(crate) fn stop_measuring(baseline: Option<usize>, reset: bool) -> RssFigures
 
 // Out of line so that profiles show the replay loop as one function.
 #[inline(never)]
-fn run_single<A: ReplayAllocator>(
+fn run_single<A: Subject + ?Sized>(
     a: &A,
     trace: &Trace,
     slots: &Slots,

@@ -1,15 +1,16 @@
-//! The allocator under replay: a small interface (the calls a trace makes, plus statistics)
-//! that alloclab's heaps implement here and that peers (glibc, jemalloc, mimalloc, ...) can
-//! implement to be replayed the same way.
+//! The allocator under test: one interface (the C allocation calls plus the allocator's own
+//! figures) that alloclab's heaps implement here and that the peers (glibc, jemalloc,
+//! mimalloc, snmalloc, rpmalloc; `measure::peers`) implement too. Replay, `compare`'s
+//! workloads, the criterion benchmarks and the papers all drive allocators through it.
 
 use alloclab_core::size_class::NBINS;
 use alloclab_core::{BinStats, Config, Heap};
 
-/// An allocator that traces can be replayed against.
+/// An allocator under test: replayed, benchmarked and compared through these calls.
 ///
-/// The replayer hands back to `free` and `realloc` only pointers this allocator returned and
+/// Callers hand back to `free` and `realloc` only pointers this allocator returned and
 /// has not freed, each at most once; it never calls through a null pointer it got back.
-pub trait ReplayAllocator: Sync {
+pub trait Subject: Sync {
     /// A short name for reports.
     fn name(&self) -> String;
     /// What it is, in more detail (policies, options, version).
@@ -73,8 +74,8 @@ impl HeapStats {
 // The calls are kept out of line: a program calls `malloc` through a function call, and so
 // does the replay of a peer through its C entry points, so every allocator pays the same call
 // cost; and profilers then see the allocator's cost apart from the replayer's
-// (`callgrind_annotate --inclusive=yes`: the `ReplayAllocator` methods against `run_single`).
-impl<C: Config> ReplayAllocator for Heap<C> {
+// (`callgrind_annotate --inclusive=yes`: the `Subject` methods against `run_single`).
+impl<C: Config> Subject for Heap<C> {
     fn name(&self) -> String {
         C::NAME.to_string()
     }

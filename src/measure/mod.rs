@@ -1,0 +1,18 @@
+//! # Measurement: subjects, workloads, statistics, reports
+//!
+//! The layer above the facade's engine, traces and replay, below the command line
+//! (`crate::cli`) and the studies (`crate::papers`). It owns:
+//!
+//! - `subjects`: the catalogue of allocators under test (alloclab configs and the peers),
+//!   each a [`crate::subject::Subject`] made fresh in the measuring process;
+//! - `peers`: glibc, jemalloc, mimalloc, snmalloc and rpmalloc through their own prefixed
+//!   entry points (never as the global allocator);
+//! - `workloads`: fixed amounts of allocation work, each checking its own results;
+//! - `schema`: the versioned record of every measurement (`results.json`);
+//! - `stats`: medians, bootstrap intervals, rank tests, multiple-comparison correction;
+//! - `runner`: one child process per measurement, shuffled rounds, shards;
+//! - `report`: `report.md`, `results.csv`, SVG charts and LaTeX tables from `results.json`.
+
+pub mod schema;
+pub mod subjects;
+pub mod workloads;

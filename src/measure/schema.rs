@@ -1,0 +1,190 @@
+//! `results.json`: one record per measurement, versioned. Every report (`report.md`,
+//! `results.csv`, charts, LaTeX) is drawn from this file alone, so `alloclab report DIR`
+//! redraws them without rerunning, and `alloclab merge` combines shards by concatenating
+//! their measurements.
+//!
+//! Compatibility: a reader accepts files whose `schema_version` equals [`SCHEMA_VERSION`];
+//! fields are only ever added with a default (`#[serde(default)]`), and a change to the
+//! meaning of a field bumps the version.
+
+use serde::{Deserialize, Serialize};
+
+/// The version of this schema.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole `results.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// [`SCHEMA_VERSION`] when written.
+    pub schema_version: u32,
+    /// Where and how it was measured.
+    pub environment: Environment,
+    /// The grid asked for and how it was run.
+    pub plan: Plan,
+    /// Every measurement, warm-up rounds included (marked), in the order they ran.
+    pub measurements: Vec<Measurement>,
+    /// Measurements that failed (a workload's self-check, a crash, a timeout).
+    #[serde(default)]
+    pub failures: Vec<Failure>,
+}
+
+/// The machine and software a result comes from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// CPU model (`/proc/cpuinfo`).
+    pub cpu_model: String,
+    /// Logical CPUs online.
+    pub cores: usize,
+    /// Memory in bytes.
+    pub memory_bytes: u64,
+    /// `uname -sr`.
+    pub kernel: String,
+    /// `rustc --version` of the build.
+    pub rustc: String,
+    /// alloclab's version.
+    pub alloclab_version: String,
+    /// The git commit of the build, if known.
+    pub commit: Option<String>,
+    /// Each peer's name and library version.
+    pub peers: Vec<(String, String)>,
+    /// The host name.
+    pub hostname: String,
+    /// When the run started (RFC 3339, UTC).
+    pub started: String,
+    /// The exact command line.
+    pub command: Vec<String>,
+}
+
+/// What was asked for.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Subjects, in the order given.
+    pub subjects: Vec<String>,
+    /// Workloads, in the order given.
+    pub workloads: Vec<String>,
+    /// Thread counts for threaded workloads.
+    pub threads: Vec<usize>,
+    /// Measured repetitions (process invocations) per cell, warm-up excluded.
+    pub reps: usize,
+    /// Warm-up rounds run first and discarded.
+    pub warmup: usize,
+    /// The subject ratios are taken against.
+    pub baseline: String,
+    /// The seed of the shuffles (and of the environment-size perturbation).
+    pub seed: u64,
+    /// Amount of work relative to the full workloads.
+    pub scale: f64,
+    /// Whether the quick (CI-sized) grid was used.
+    pub quick: bool,
+    /// Whether each measurement ran under callgrind.
+    pub instructions: bool,
+    /// The shards run (`i/n`, one per merged file); empty when unsharded.
+    #[serde(default)]
+    pub shards: Vec<String>,
+}
+
+/// One process invocation measuring one subject on one workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// The subject's name.
+    pub subject: String,
+    /// The subject in detail (policies, version).
+    pub describe: String,
+    /// The workload's name.
+    pub workload: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// Round number: warm-up rounds come first.
+    pub round: usize,
+    /// Whether this round is a discarded warm-up.
+    pub warmup: bool,
+    /// Position within the round's shuffled order.
+    pub order: usize,
+    /// Bytes of padding added to the child's environment (layout perturbation).
+    pub env_pad: usize,
+    /// The figures.
+    pub metrics: Metrics,
+}
+
+/// What one measurement measured. Times in seconds, sizes in bytes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Wall-clock time of the workload's measured part.
+    pub wall: f64,
+    /// User CPU time of the measured part.
+    pub user: f64,
+    /// System CPU time of the measured part.
+    pub sys: f64,
+    /// Allocator calls made.
+    pub ops: u64,
+    /// `ops / wall`.
+    pub ops_per_sec: f64,
+    /// The process's peak resident size during the measured part.
+    pub peak_rss: Option<u64>,
+    /// The process's resident size at the end of the measured part.
+    pub final_rss: Option<u64>,
+    /// The child's maximum resident size over its whole life (`wait4`).
+    pub max_rss_process: Option<u64>,
+    /// alloclab's own statistics sampled during the run (alloclab subjects only).
+    #[serde(default)]
+    pub heap: Option<HeapMetrics>,
+    /// Callgrind counts per operation (`--instructions` only).
+    #[serde(default)]
+    pub instructions: Option<InstructionMetrics>,
+}
+
+/// Heap statistics sampled during a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HeapMetrics {
+    /// Most bytes of live allocations seen.
+    pub peak_allocated: u64,
+    /// Most bytes of pages backing live allocations seen.
+    pub peak_active: u64,
+    /// Most bytes mapped from the OS seen (exact mapped bytes, not whole chunks).
+    pub peak_mapped: u64,
+    /// Johnstone and Wilson's fragmentation: memory used at its peak over the peak of live
+    /// bytes, minus one (`peak_mapped / peak_allocated - 1`).
+    pub frag_peak: f64,
+    /// Time-averaged variant: mean over samples of `mapped / allocated - 1`, weighted by time.
+    pub frag_time_avg: f64,
+    /// Samples taken.
+    pub samples: u64,
+    /// Run-reuse picks.
+    pub picks: u64,
+    /// Runs made.
+    pub new_runs: u64,
+    /// Runs released to the arena (became empty).
+    pub runs_released: u64,
+    /// Purges (madvise calls).
+    pub purges: u64,
+}
+
+/// Callgrind's counts, per allocator operation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstructionMetrics {
+    /// Instructions (Ir).
+    pub instructions: f64,
+    /// Data reads (Dr).
+    pub data_reads: f64,
+    /// Data writes (Dw).
+    pub data_writes: f64,
+    /// First-level data cache misses (D1mr + D1mw).
+    pub d1_misses: f64,
+    /// Last-level misses (DLmr + DLmw).
+    pub ll_misses: f64,
+}
+
+/// A measurement that did not produce figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// The subject's name.
+    pub subject: String,
+    /// The workload's name.
+    pub workload: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// Round number.
+    pub round: usize,
+    /// What went wrong (the self-check's message, the signal, the child's stderr tail).
+    pub reason: String,
+}
