@@ -5,6 +5,7 @@ pub use alloclab_core::*;
 pub use alloclab_policies as policies;
 pub use alloclab_policies::{configs, for_each_config};
 
+pub mod cli;
 pub mod generate;
 pub mod measure;
 pub mod replay;
