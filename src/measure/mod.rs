@@ -13,6 +13,8 @@
 //! - `runner`: one child process per measurement, shuffled rounds, shards;
 //! - `report`: `report.md`, `results.csv`, SVG charts and LaTeX tables from `results.json`.
 
+pub mod peers;
+pub mod sampler;
 pub mod schema;
 pub mod subjects;
 pub mod workloads;
