@@ -58,6 +58,26 @@ pub struct HeapStats {
     pub resident_estimate: Option<usize>,
     /// alloclab's per-bin counters, indexed like `size_class::class_size`.
     pub bins: Option<[BinStats; NBINS]>,
+    /// Policy counters since the allocator started (alloclab heaps; see [`PolicyCounters`]).
+    pub policy: Option<PolicyCounters>,
+}
+
+/// What the run-reuse and purge policies did since the heap started (exact counts, kept
+/// under the arena lock the engine holds anyway).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PolicyCounters {
+    /// Small allocations served from a run the run-reuse policy picked.
+    pub picks: u64,
+    /// Runs made because the policy had no non-full run to offer.
+    pub new_runs: u64,
+    /// Runs that became empty and went back to the arena.
+    pub runs_released: u64,
+    /// Purge passes (an arena holding too many dirty pages).
+    pub purge_passes: u64,
+    /// Calls returning pages to the OS (one per contiguous dirty span).
+    pub purges: u64,
+    /// Bytes returned to the OS by purging.
+    pub purged_bytes: u64,
 }
 
 impl HeapStats {
@@ -121,6 +141,14 @@ impl<C: Config> Subject for Heap<C> {
             metadata: Some(s.metadata),
             resident_estimate: Some(s.resident),
             bins: Some(s.bins),
+            policy: Some(PolicyCounters {
+                picks: s.bins.iter().map(|b| b.picks).sum(),
+                new_runs: s.bins.iter().map(|b| b.new_runs).sum(),
+                runs_released: s.bins.iter().map(|b| b.runs_released).sum(),
+                purge_passes: s.arena.purges,
+                purges: s.arena.purge_calls,
+                purged_bytes: s.arena.purged_pages * alloclab_core::size_class::PAGE as u64,
+            }),
         }
     }
 

@@ -13,6 +13,12 @@
 //! - `runner`: one child process per measurement, shuffled rounds, shards;
 //! - `report`: `report.md`, `results.csv`, SVG charts and LaTeX tables from `results.json`.
 
+pub mod analysis;
+pub mod merge;
+pub mod peers;
+pub mod report;
+pub mod sampler;
 pub mod schema;
+pub mod stats;
 pub mod subjects;
 pub mod workloads;

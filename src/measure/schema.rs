@@ -188,3 +188,40 @@ pub struct Failure {
     /// What went wrong (the self-check's message, the signal, the child's stderr tail).
     pub reason: String,
 }
+
+impl Results {
+    /// Reads a `results.json`. Errors name the file and what is wrong with it, including a
+    /// `schema_version` this build does not read.
+    pub fn read(path: &std::path::Path) -> Result<Results, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        Results::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses the text of a `results.json`, checking its `schema_version` first so that a
+    /// file from another version gets that error rather than a missing-field one.
+    pub fn from_json(text: &str) -> Result<Results, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        match value
+            .get("schema_version")
+            .and_then(serde_json::Value::as_u64)
+        {
+            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+            Some(v) => {
+                return Err(format!(
+                    "schema_version {v}, but this alloclab reads version {SCHEMA_VERSION}"
+                ))
+            }
+            None => return Err("no schema_version: not an alloclab results file".into()),
+        }
+        serde_json::from_value(value).map_err(|e| format!("not a valid results file: {e}"))
+    }
+
+    /// Writes it as pretty-printed JSON (followed by a newline).
+    pub fn write(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        text.push('\n');
+        std::fs::write(path, text)
+    }
+}

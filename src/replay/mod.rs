@@ -212,6 +212,27 @@ pub fn replay<A: Subject + ?Sized>(
     trace: &Trace,
     options: Options,
 ) -> Result<Report, ReplayError> {
+    replay_slots(a, trace, options).map(|(report, _)| report)
+}
+
+/// As [`replay`], and also returns what each slot holds at the end (the address of one of the
+/// trace's allocations still live, or 0), so that the caller can check those allocations and
+/// free them after the measured part.
+pub fn replay_keeping_live<A: Subject + ?Sized>(
+    a: &A,
+    trace: &Trace,
+    options: Options,
+) -> Result<(Report, Vec<usize>), ReplayError> {
+    let (report, slots) = replay_slots(a, trace, options)?;
+    let live = slots.iter().map(|s| s.load(Ordering::Relaxed)).collect();
+    Ok((report, live))
+}
+
+fn replay_slots<A: Subject + ?Sized>(
+    a: &A,
+    trace: &Trace,
+    options: Options,
+) -> Result<(Report, Slots), ReplayError> {
     let counts = trace.counts();
     let stats_lines = counts[Func::JemallocStats.index()] as usize;
     let slots: Slots = MappedVec::zeroed(trace.slots as usize, true);
@@ -222,7 +243,7 @@ pub fn replay<A: Subject + ?Sized>(
     };
     let heap = a.stats();
     let check = a.check();
-    Ok(Report {
+    let report = Report {
         allocator: a.name(),
         describe: a.describe(),
         options,
@@ -235,7 +256,8 @@ pub fn replay<A: Subject + ?Sized>(
         heap,
         snapshots: run.snapshots,
         check,
-    })
+    };
+    Ok((report, slots))
 }
 
 /// What a replay loop hands back.

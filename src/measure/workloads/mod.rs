@@ -1,8 +1,25 @@
 //! Workloads: each a fixed amount of allocation work (never a fixed time) that checks its own
 //! results, so that a broken allocator fails loudly instead of looking fast.
 
+mod block;
+mod churn;
+mod realloc_growth;
+
+pub use churn::Churn;
+pub use realloc_growth::ReallocGrowth;
+
 use crate::subject::Subject;
 use std::time::Duration;
+
+/// Every workload, in the order reports list them.
+pub fn all() -> Vec<Box<dyn Workload>> {
+    vec![Box::new(Churn), Box::new(ReallocGrowth)]
+}
+
+/// The workload named `name`.
+pub fn by_name(name: &str) -> Option<Box<dyn Workload>> {
+    all().into_iter().find(|w| w.name() == name)
+}
 
 /// How a workload is run.
 #[derive(Clone, Copy, Debug, PartialEq)]
