@@ -18,7 +18,9 @@
 //! (`Config::describe`). `compare` measures in child processes that re-run the same binary, so
 //! registered configs work there too.
 
+mod compare;
 mod generate;
+mod paper;
 mod replay;
 mod tour;
 
@@ -38,7 +40,7 @@ impl Registry {
     /// alloclab's named configs and the peers.
     pub fn builtin() -> Registry {
         Registry {
-            entries: subjects::named_configs(),
+            entries: subjects::builtin(),
         }
     }
 
@@ -74,6 +76,18 @@ impl Registry {
         self.entries.iter().find(|e| e.name == name)
     }
 
+    /// The entries plus the studies' variants (not listed by `compare`, but made by measuring
+    /// children and named by `paper`).
+    fn with_variants(&self) -> Vec<SubjectEntry> {
+        let mut all = self.entries.clone();
+        for v in crate::papers::variants() {
+            if !all.iter().any(|e| e.name == v.name) {
+                all.push(v);
+            }
+        }
+        all
+    }
+
     /// Parses the process's arguments and runs the command.
     pub fn main(self) -> ExitCode {
         self.run(Cli::parse())
@@ -102,6 +116,11 @@ impl Registry {
             }
             Command::Replay(args) => replay::main(&self.entries, &args),
             Command::Generate(args) => generate::main(&args),
+            Command::Compare(args) => compare::compare(&self.entries, &args),
+            Command::Report(args) => compare::report(&args),
+            Command::Merge(args) => compare::merge(&args),
+            Command::Paper(args) => paper::main(&self.with_variants(), &args),
+            Command::MeasureChild(args) => compare::child(&self.with_variants(), &args),
         }
     }
 }
@@ -125,4 +144,16 @@ enum Command {
     /// Write a synthetic allocation trace: bursts of same-size objects built up and torn down
     /// together, among long-lived objects.
     Generate(generate::GenerateArgs),
+    /// Measure allocators head to head on workloads, one fresh process per measurement, with
+    /// confidence intervals and significance tests; writes results.json and the reports.
+    Compare(compare::CompareArgs),
+    /// Redraw the reports of a compare run from its results.json, without rerunning.
+    Report(compare::ReportArgs),
+    /// Combine the results of `compare --shard i/n` runs into one.
+    Merge(compare::MergeArgs),
+    /// Reproduce a study of papers/ with one command (run-reuse-order, thread-arenas).
+    Paper(paper::PaperArgs),
+    /// One measurement in a fresh process (run by `compare`; prints one JSON line).
+    #[command(name = "measure-child", hide = true)]
+    MeasureChild(crate::measure::child::ChildArgs),
 }

@@ -14,9 +14,14 @@
 //! - `report`: `report.md`, `results.csv`, SVG charts and LaTeX tables from `results.json`.
 
 pub mod analysis;
+pub mod child;
+pub mod env;
 pub mod merge;
 pub mod peers;
+pub mod pilot;
+pub mod programs;
 pub mod report;
+pub mod runner;
 pub mod sampler;
 pub mod schema;
 pub mod stats;
