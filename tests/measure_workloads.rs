@@ -186,7 +186,7 @@ fn every_workload_passes_on_correct_allocators() {
 enum Fault {
     /// Every 50th free also overwrites the first byte of the oldest other live block.
     Corrupt,
-    /// Every 2000th allocation returns null.
+    /// Every 500th allocation returns null.
     Fail,
 }
 
@@ -214,7 +214,7 @@ impl Broken {
     }
 
     fn fails_now(&self) -> bool {
-        self.fault == Fault::Fail && self.allocations.fetch_add(1, Ordering::Relaxed) % 2000 == 1999
+        self.fault == Fault::Fail && self.allocations.fetch_add(1, Ordering::Relaxed) % 500 == 499
     }
 
     fn born(&self, p: *mut u8, size: usize) -> *mut u8 {
@@ -236,12 +236,15 @@ impl Broken {
             l.0.remove(&seq);
         }
         if self.fault == Fault::Corrupt && self.calls.fetch_add(1, Ordering::Relaxed) % 50 == 0 {
-            if let Some((_, &(addr, size))) = l.0.iter().find(|(_, &(_, size))| size > 0) {
+            let oldest = l.0.iter().find(|(_, &(_, size))| size > 0);
+            if let Some((&seq, &(addr, _))) = oldest {
                 let q = addr as *mut u8;
                 // SAFETY: a live block of the inner heap with at least one byte: the fault
                 // this allocator is made to have.
                 unsafe { q.write(!q.read()) };
-                let _ = size;
+                // Corrupted once: a second flip would undo it.
+                l.0.remove(&seq);
+                l.1.remove(&addr);
             }
         }
     }

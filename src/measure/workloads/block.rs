@@ -207,6 +207,15 @@ pub fn on_threads(
     if threads <= 1 {
         return f(0);
     }
+    on_new_threads(threads, f)
+}
+
+/// As [`on_threads`], always on new threads (even one), for workloads whose point is that
+/// threads end and others free what they allocated.
+pub fn on_new_threads(
+    threads: usize,
+    f: impl Fn(usize) -> Result<u64, String> + Sync,
+) -> Result<u64, String> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {

@@ -2,18 +2,58 @@
 //! results, so that a broken allocator fails loudly instead of looking fast.
 
 mod block;
+mod bursts;
 mod churn;
+mod larson;
+mod producer_consumer;
 mod realloc_growth;
+mod thread_arena;
+mod trace_replay;
 
+pub use bursts::Bursts;
 pub use churn::Churn;
+pub use larson::Larson;
+pub use producer_consumer::ProducerConsumer;
 pub use realloc_growth::ReallocGrowth;
+pub use thread_arena::ThreadArena;
+pub use trace_replay::{trace_name, TraceReplay};
 
 use crate::subject::Subject;
+use crate::trace::bundled;
 use std::time::Duration;
 
-/// Every workload, in the order reports list them.
+/// Whole replays of each bundled trace at full size (`Params::scale` 1).
+fn replays_at_full_size(_: &bundled::Bundled) -> u32 {
+    1
+}
+
+/// The replays of every bundled trace, touching and not, in `bundled::ALL` order.
+pub fn traces() -> Vec<Box<dyn Workload>> {
+    let mut v: Vec<Box<dyn Workload>> = Vec::new();
+    for b in bundled::ALL {
+        for touch in [true, false] {
+            v.push(Box::new(TraceReplay::new(
+                b,
+                touch,
+                replays_at_full_size(b),
+            )));
+        }
+    }
+    v
+}
+
+/// Every workload, in the order reports list them: the synthetic ones, then the replays.
 pub fn all() -> Vec<Box<dyn Workload>> {
-    vec![Box::new(Churn), Box::new(ReallocGrowth)]
+    let mut v: Vec<Box<dyn Workload>> = vec![
+        Box::new(Larson),
+        Box::new(ProducerConsumer),
+        Box::new(ThreadArena),
+        Box::new(Bursts),
+        Box::new(Churn),
+        Box::new(ReallocGrowth),
+    ];
+    v.extend(traces());
+    v
 }
 
 /// The workload named `name`.
