@@ -17,7 +17,7 @@ use std::time::Duration;
 pub const QUICK_WORKLOADS: &[&str] = &[
     "replay-python3-stdlib-notouch",
     "replay-python3-stdlib-touch",
-    "thread-arenas",
+    "thread-arena",
     "larson",
     "producer-consumer",
 ];
@@ -34,7 +34,9 @@ pub const FULL_REPS: usize = 10;
 fn thread_count(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if (1..=1024).contains(&n) => Ok(n),
-        _ => Err(format!("`{s}`: a thread count is a whole number from 1 to 1024")),
+        _ => Err(format!(
+            "`{s}`: a thread count is a whole number from 1 to 1024"
+        )),
     }
 }
 
@@ -173,14 +175,6 @@ pub fn options(
     if !(scale > 0.0 && scale.is_finite()) {
         return Err(format!("--scale {scale}: must be positive"));
     }
-    if !subjects.contains(&args.baseline) {
-        return Err(format!(
-            "the baseline `{}` is not among the subjects ({}); name it in --subjects or pick \
-             another with --baseline",
-            args.baseline,
-            subjects.join(", ")
-        ));
-    }
     let reps = args
         .reps
         .unwrap_or(if args.quick { QUICK_REPS } else { FULL_REPS });
@@ -198,13 +192,25 @@ pub fn options(
         quick: args.quick,
         instructions: args.instructions,
         shard: args.shard,
-        iterations: if args.pilot { args.pilot_iterations.max(3) } else { 1 },
+        iterations: if args.pilot {
+            args.pilot_iterations.max(3)
+        } else {
+            1
+        },
         exe,
         timeout: Duration::from_secs(args.timeout.max(1)),
         progress: !args.no_progress,
         scratch: args.out.join("callgrind"),
     };
     runner::validate(&opts, entries, workloads)?;
+    if !opts.subjects.contains(&args.baseline) {
+        return Err(format!(
+            "the baseline `{}` is not among the subjects ({}); name it in --subjects or pick \
+             another with --baseline",
+            args.baseline,
+            opts.subjects.join(", ")
+        ));
+    }
     Ok(opts)
 }
 
@@ -285,7 +291,11 @@ pub fn report(args: &ReportArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail("report", e),
     };
-    match report::write_all(&results, &args.dir, &report::ReportOptions { latex: args.latex }) {
+    match report::write_all(
+        &results,
+        &args.dir,
+        &report::ReportOptions { latex: args.latex },
+    ) {
         Ok(written) => {
             for p in written {
                 eprintln!("wrote {}", p.display());

@@ -49,7 +49,11 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
             names.join(", ")
         ));
     };
-    let grid = if args.quick { &study.quick } else { &study.full };
+    let grid = if args.quick {
+        &study.quick
+    } else {
+        &study.full
+    };
     let out = args
         .out
         .clone()

@@ -136,9 +136,12 @@ pub fn run_child(
             });
         }
     }
-    subject
-        .check()
-        .map_err(|e| format!("{}: invariant broken after {}: {e}", args.subject, args.workload))?;
+    subject.check().map_err(|e| {
+        format!(
+            "{}: invariant broken after {}: {e}",
+            args.subject, args.workload
+        )
+    })?;
     Ok(ChildReport {
         describe: subject.describe(),
         metrics: first.expect("at least one iteration"),
@@ -165,7 +168,7 @@ pub struct Spawn {
 #[derive(Debug)]
 pub enum ChildResult {
     /// The child's report, with `max_rss_process` (and instructions) filled in.
-    Done(ChildReport),
+    Done(Box<ChildReport>),
     /// Why there is no report.
     Failed(String),
 }
@@ -196,14 +199,16 @@ impl Spawn {
                 // Collect inside the allocator's entry points only, on every thread: the
                 // counts are the allocator's own, per call.
                 for f in SUBJECT_CALLS {
-                    c.arg(format!("--toggle-collect=*as alloclab::subject::Subject>::{f}"));
+                    c.arg(format!(
+                        "--toggle-collect=*as alloclab::subject::Subject>::{f}"
+                    ));
                 }
                 c.arg(format!(
-                        "--callgrind-out-file={}",
-                        dir.join("callgrind.out.%p").display()
-                    ))
-                    .arg("--quiet")
-                    .arg(&self.exe);
+                    "--callgrind-out-file={}",
+                    dir.join("callgrind.out.%p").display()
+                ))
+                .arg("--quiet")
+                .arg(&self.exe);
                 c
             }
             None => Command::new(&self.exe),
@@ -270,7 +275,7 @@ impl Spawn {
             }
             let _ = std::fs::remove_file(&file);
         }
-        ChildResult::Done(report)
+        ChildResult::Done(Box::new(report))
     }
 }
 
@@ -380,7 +385,10 @@ fn parse_callgrind(text: &str) -> Option<Totals> {
         .collect();
     let values: Vec<f64> = text
         .lines()
-        .find_map(|l| l.strip_prefix("totals:").or_else(|| l.strip_prefix("summary:")))?
+        .find_map(|l| {
+            l.strip_prefix("totals:")
+                .or_else(|| l.strip_prefix("summary:"))
+        })?
         .split_whitespace()
         .map(|v| v.parse().unwrap_or(0.0))
         .collect();

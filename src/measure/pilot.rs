@@ -46,7 +46,10 @@ pub fn advise(run: &Run, target_rel_ci_halfwidth: f64) -> String {
                     .iter()
                     .enumerate()
                     .filter(|(_, m)| {
-                        !m.warmup && &m.workload == workload && m.threads == t && &m.subject == subject
+                        !m.warmup
+                            && &m.workload == workload
+                            && m.threads == t
+                            && &m.subject == subject
                     })
                     .map(|(i, _)| i)
                     .collect();
@@ -84,7 +87,10 @@ pub fn advise(run: &Run, target_rel_ci_halfwidth: f64) -> String {
                         );
                     }
                     Err(e) => {
-                        let _ = writeln!(out, "| {workload} | {t} | {subject} | - | - | - | - | - | - | {e} |");
+                        let _ = writeln!(
+                            out,
+                            "| {workload} | {t} | {subject} | - | - | - | - | - | - | {e} |"
+                        );
                     }
                 }
             }

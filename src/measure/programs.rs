@@ -116,9 +116,12 @@ fn liballoclab() -> Option<PathBuf> {
     }
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
-    [dir.join("liballoclab.so"), dir.join("../release/liballoclab.so")]
-        .into_iter()
-        .find(|p| p.exists())
+    [
+        dir.join("liballoclab.so"),
+        dir.join("../release/liballoclab.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
 }
 
 fn preloads(entries: &[SubjectEntry]) -> Vec<Preload> {

@@ -150,12 +150,7 @@ fn mix(seed: u64, a: u64, b: u64) -> u64 {
 }
 
 /// The whole schedule, every round, in the order it runs; then cut to the shard.
-pub fn schedule(
-    ncells: usize,
-    rounds: usize,
-    seed: u64,
-    shard: Option<Shard>,
-) -> Vec<Slot> {
+pub fn schedule(ncells: usize, rounds: usize, seed: u64, shard: Option<Shard>) -> Vec<Slot> {
     let mut out = Vec::new();
     for round in 0..rounds {
         let mut order: Vec<usize> = (0..ncells).collect();
@@ -269,11 +264,9 @@ pub fn run(
         ProgressBar::hidden()
     };
     bar.set_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} (ETA {eta}) {msg}",
-        )
-        .expect("a valid template")
-        .progress_chars("=> "),
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} (ETA {eta}) {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
     );
     let mut measurements = Vec::with_capacity(slots.len());
     let mut walls = Vec::with_capacity(slots.len());

@@ -30,7 +30,9 @@ fn metric(m: &Measurement, name: &str) -> Option<f64> {
 fn values(r: &Results, subject: &str, workload: &str, threads: usize, name: &str) -> Vec<f64> {
     r.measurements
         .iter()
-        .filter(|m| !m.warmup && m.subject == subject && m.workload == workload && m.threads == threads)
+        .filter(|m| {
+            !m.warmup && m.subject == subject && m.workload == workload && m.threads == threads
+        })
         .filter_map(|m| metric(m, name))
         .collect()
 }

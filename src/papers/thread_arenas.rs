@@ -46,13 +46,13 @@ pub fn study() -> Study {
         ],
         baseline: "arena-reset-bug",
         full: Grid {
-            workloads: vec!["thread-arenas"],
+            workloads: vec!["thread-arena"],
             threads: vec![1, 2, 4, 8],
             reps: 10,
             scale: 1.0,
         },
         quick: Grid {
-            workloads: vec!["thread-arenas"],
+            workloads: vec!["thread-arena"],
             threads: vec![2, 4],
             reps: 5,
             scale: 0.25,

@@ -83,6 +83,12 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
     }
     let _ = writeln!(out, "\n## Plan\n");
     let _ = writeln!(out, "- subjects: {}", plan.subjects.join(", "));
+    // Each subject as it described itself (a registered config's own `Config::describe`).
+    for name in &plan.subjects {
+        if let Some(m) = results.measurements.iter().find(|m| &m.subject == name) {
+            let _ = writeln!(out, "  - {}: {}", cell(name), cell(&m.describe));
+        }
+    }
     let _ = writeln!(out, "- workloads: {}", plan.workloads.join(", "));
     let threads: Vec<String> = plan.threads.iter().map(usize::to_string).collect();
     let _ = writeln!(out, "- threads: {}", threads.join(", "));
