@@ -9,11 +9,13 @@ step() { printf '\n=== %s ===\n' "$*"; }
 
 step "set-up: what a fresh machine lacks"
 # The suite needs more than cargo: rustfmt and clippy, the programs liballoclab.so's tests run
-# under LD_PRELOAD (preload/tests), a C++ compiler for the peers (snmalloc), and cargo-fuzz for the fuzz smoke step. Install whatever is
-# missing (apt-get as root, or through sudo), so that this one command works on a fresh machine.
+# under LD_PRELOAD (preload/tests), a C++ compiler for the peers (snmalloc), slurm and munge
+# for the job-array test (papers/slurm), and cargo-fuzz for the fuzz smoke step. Install
+# whatever is missing (apt-get as root, or through sudo), so that this one command works on a
+# fresh machine.
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 missing=""
-for pkg in python3 perl lua5.4 sqlite3 gcc g++ git; do
+for pkg in python3 perl lua5.4 sqlite3 gcc g++ git slurm-wlm munge; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
         missing="$missing $pkg"
 done
@@ -33,6 +35,10 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 step "unit, integration and doc tests"
 cargo test --workspace
+
+step "compare on a real slurm cluster: a 3-task job array of shards, merged (papers/slurm)"
+# A single-node cluster started and stopped by the script; the dev build `cargo test` made.
+ALLOCLAB="${CARGO_TARGET_DIR:-target}/debug/alloclab" papers/slurm/test-local-cluster.sh
 
 step "liballoclab.so: the release build under the preload tests"
 # `cargo test` above ran them on the dev build (debug assertions on); this is the library
