@@ -24,7 +24,7 @@ pub const QUICK_WORKLOADS: &[&str] = &[
 /// The thread counts of `--quick`.
 pub const QUICK_THREADS: &[usize] = &[1, 2];
 /// The amount of work of `--quick`, relative to the full workloads.
-pub const QUICK_SCALE: f64 = 0.1;
+pub const QUICK_SCALE: f64 = 0.25;
 /// Measured rounds of `--quick`.
 pub const QUICK_REPS: usize = 3;
 /// Measured rounds of a full run: enough for a bootstrap interval and a rank test to separate
@@ -72,7 +72,7 @@ pub struct CompareArgs {
     /// the clock; always recorded in results.json).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Amount of work relative to the full workloads (default 1; quick 0.1).
+    /// Amount of work relative to the full workloads (default 1; quick 0.25).
     #[arg(long)]
     pub scale: Option<f64>,
     /// Also write table.tex, a LaTeX table per workload.
