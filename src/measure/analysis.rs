@@ -92,6 +92,9 @@ pub struct Comparison {
     /// detected with the analysis's power, at the strictest level Holm's procedure applies
     /// (`alpha / comparisons`). Infinite when the number of invocations cannot reach it.
     pub min_detectable_effect: f64,
+    /// Invocations per subject with which any difference could reach significance at that
+    /// strictest level (so an infinite `min_detectable_effect` says how many to run).
+    pub min_invocations: Option<usize>,
 }
 
 /// Everything about one metric of one workload at one thread count.
@@ -386,6 +389,7 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
                             p_holm: f64::NAN,
                             verdict: Verdict::NoSignificantDifference,
                             min_detectable_effect: f64::NAN,
+                            min_invocations: None,
                         });
                         samples_for_mde.push((v.clone(), base.clone()));
                     }
@@ -407,6 +411,7 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
         .collect();
     let adjusted = stats::holm(&raw);
     let strictest_alpha = opts.alpha / raw.len().max(1) as f64;
+    let min_invocations = stats::min_invocations_for(strictest_alpha);
     let all = out.iter_mut().flat_map(|m| m.comparisons.iter_mut());
     for (k, c) in all.enumerate() {
         c.p_holm = adjusted[k];
@@ -418,11 +423,87 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
         };
         let (a, b) = &samples_for_mde[k];
         c.min_detectable_effect = stats::min_detectable_effect(a, b, strictest_alpha, opts.power);
+        c.min_invocations = min_invocations;
     }
     Analysis {
         baseline: baseline.to_string(),
         options: *opts,
         comparisons_made: raw.len(),
         metrics: out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::test_fixture;
+
+    #[test]
+    fn verdicts_on_the_fixture() {
+        let results = test_fixture::results(12);
+        let a = analyze(&results);
+        assert_eq!(a.baseline, "system");
+        // churn x {1, 2} + trace x {1}; 16 metrics present (no instructions); heap metrics
+        // only for fast and same, so no comparison for them (the baseline lacks them).
+        let wall = a
+            .get("churn", 1, "wall")
+            .expect("wall of churn at 1 thread");
+        assert_eq!(wall.summaries.len(), 3);
+        assert!(wall.summaries.iter().all(|s| s.n == 12), "warm-up excluded");
+        let median_system = wall.summaries[0].median.estimate;
+        assert!((0.45..0.55).contains(&median_system), "{median_system}");
+        let fast = &wall.comparisons[0];
+        assert_eq!(fast.subject, "fast");
+        assert_eq!(fast.verdict, Verdict::Lower);
+        assert!(fast.ratio.contains(0.8) || (fast.ratio.estimate - 0.8).abs() < 0.02);
+        let same = &wall.comparisons[1];
+        assert_eq!(same.verdict, Verdict::NoSignificantDifference, "{same:?}");
+        assert!(same.min_detectable_effect.is_finite() && same.min_detectable_effect > 0.0);
+        assert!(same.min_detectable_effect < 0.2, "{same:?}");
+        let ops = a.get("churn", 1, "ops_per_sec").unwrap();
+        assert_eq!(ops.comparisons[0].verdict, Verdict::Higher);
+
+        // The failed cell has one invocation fewer.
+        let wall2 = a.get("churn", 2, "wall").unwrap();
+        assert_eq!(wall2.summaries[2].n, 11);
+
+        // Heap metrics: no baseline figures, so summaries but no comparisons.
+        let heap = a.get("churn", 1, "heap.frag_time_avg").unwrap();
+        assert_eq!(heap.summaries.len(), 2);
+        assert!(heap.comparisons.is_empty());
+        assert!(a.get("churn", 1, "instructions.instructions").is_none());
+
+        // Holm family: 7 non-heap metrics x 3 cells x 2 subjects.
+        assert_eq!(a.comparisons_made, 7 * 3 * 2);
+        for c in a.metrics.iter().flat_map(|m| &m.comparisons) {
+            assert!(c.p_holm >= c.test.p);
+        }
+        assert_eq!(a, analyze(&results), "deterministic");
+    }
+
+    #[test]
+    fn too_few_invocations_find_nothing_and_say_so() {
+        let results = test_fixture::results(3);
+        let a = analyze(&results);
+        let wall = a.get("churn", 1, "wall").unwrap();
+        let fast = &wall.comparisons[0];
+        // 3 against 3: the smallest possible p, 0.1, is above any alpha.
+        assert_eq!(fast.verdict, Verdict::NoSignificantDifference);
+        assert!(fast.min_detectable_effect.is_infinite());
+        // Holm over 42 comparisons: 7 invocations each are needed.
+        assert_eq!(fast.min_invocations, Some(7));
+    }
+
+    #[test]
+    fn metric_lookup() {
+        let m = Metrics {
+            wall: 1.0,
+            peak_rss: Some(10),
+            ..Metrics::default()
+        };
+        let names: Vec<&str> = metric_values(&m).iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["wall", "user", "sys", "ops_per_sec", "peak_rss"]);
+        assert_eq!(metric("heap.purges").unwrap().unit, "count");
+        assert!(metric("nonsense").is_none());
     }
 }

@@ -19,4 +19,6 @@ pub mod report;
 pub mod schema;
 pub mod stats;
 pub mod subjects;
+#[cfg(test)]
+mod test_fixture;
 pub mod workloads;

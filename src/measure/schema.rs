@@ -225,3 +225,43 @@ impl Results {
         std::fs::write(path, text)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::test_fixture;
+
+    #[test]
+    fn json_round_trip() {
+        let results = test_fixture::results(4);
+        let path =
+            std::env::temp_dir().join(format!("alloclab-schema-{}.json", std::process::id()));
+        results.write(&path).unwrap();
+        let back = Results::read(&path);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(back.unwrap(), results);
+    }
+
+    #[test]
+    fn reading_refuses_other_versions_and_non_results() {
+        let mut value = serde_json::to_value(test_fixture::results(3)).unwrap();
+        value["schema_version"] = serde_json::json!(SCHEMA_VERSION + 1);
+        let err = Results::from_json(&value.to_string()).unwrap_err();
+        assert!(
+            err.contains("schema_version 2") && err.contains("reads version 1"),
+            "{err}"
+        );
+        let err = Results::from_json("{\"a\": 1}").unwrap_err();
+        assert!(err.contains("no schema_version"), "{err}");
+        assert!(Results::from_json("not json")
+            .unwrap_err()
+            .contains("not JSON"));
+        let err = Results::from_json("{\"schema_version\": 1}").unwrap_err();
+        assert!(err.contains("not a valid results file"), "{err}");
+        let err = Results::read(std::path::Path::new("/nonexistent/results.json")).unwrap_err();
+        assert!(
+            err.contains("/nonexistent/results.json: cannot read"),
+            "{err}"
+        );
+    }
+}

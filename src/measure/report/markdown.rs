@@ -35,6 +35,15 @@ pub(super) fn shell_words(words: &[String]) -> String {
 /// The verdict as the tables print it, with the detectable effect when nothing was found.
 pub(super) fn verdict_text(c: &Comparison) -> String {
     match c.verdict {
+        Verdict::NoSignificantDifference if c.min_detectable_effect.is_infinite() => {
+            match c.min_invocations {
+                Some(n) => format!(
+                    "no significant difference (too few invocations to detect any: {n} per \
+                     subject needed)"
+                ),
+                None => "no significant difference (too few invocations to detect any)".into(),
+            }
+        }
         Verdict::NoSignificantDifference => format!(
             "no significant difference (detectable: {})",
             percent_text(c.min_detectable_effect)
