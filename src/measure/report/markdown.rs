@@ -111,6 +111,20 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
     }
     let _ = writeln!(out, "- baseline: {}", plan.baseline);
 
+    // Each subject as it describes itself (a user's config prints its own description).
+    let mut described: Vec<(&str, &str)> = Vec::new();
+    for m in &results.measurements {
+        if !described.iter().any(|(s, _)| *s == m.subject) {
+            described.push((&m.subject, &m.describe));
+        }
+    }
+    if !described.is_empty() {
+        let _ = writeln!(out, "\n## Subjects\n\n| subject | what it is |\n|---|---|");
+        for (subject, describe) in described {
+            let _ = writeln!(out, "| {} | {} |", cell(subject), cell(describe));
+        }
+    }
+
     let o = &analysis.options;
     let _ = writeln!(
         out,

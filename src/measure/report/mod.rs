@@ -172,6 +172,10 @@ mod tests {
         let md = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
         assert!(md.contains("| CPU | Test CPU |"));
         assert!(md.contains("`alloclab compare --out 'my dir'`"));
+        assert!(
+            md.contains("| fast | fast, \"made up\" for tests |"),
+            "subjects described"
+        );
         for workload in test_fixture::WORKLOADS {
             let heading = format!("## Workload `{workload}`");
             let at = md
