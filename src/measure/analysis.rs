@@ -156,6 +156,19 @@ macro_rules! instr {
     };
 }
 
+impl MetricDef {
+    /// Which direction is an improvement: `Some(true)` when more is better (operations per
+    /// second), `Some(false)` when less is (time, memory, fragmentation, instructions, misses),
+    /// `None` for policy counters, which describe behaviour rather than rank it.
+    pub fn higher_is_better(&self) -> Option<bool> {
+        match self.name {
+            "ops_per_sec" => Some(true),
+            "heap.picks" | "heap.new_runs" | "heap.runs_released" | "heap.purges" => None,
+            _ => Some(false),
+        }
+    }
+}
+
 /// Every metric analysed, in report order.
 pub const METRICS: &[MetricDef] = &[
     MetricDef {
@@ -505,5 +518,11 @@ mod tests {
         assert_eq!(names, ["wall", "user", "sys", "ops_per_sec", "peak_rss"]);
         assert_eq!(metric("heap.purges").unwrap().unit, "count");
         assert!(metric("nonsense").is_none());
+        assert_eq!(
+            metric("ops_per_sec").unwrap().higher_is_better(),
+            Some(true)
+        );
+        assert_eq!(metric("peak_rss").unwrap().higher_is_better(), Some(false));
+        assert_eq!(metric("heap.picks").unwrap().higher_is_better(), None);
     }
 }

@@ -32,8 +32,9 @@ pub(super) fn shell_words(words: &[String]) -> String {
         .join(" ")
 }
 
-/// The verdict as the tables print it, with the detectable effect when nothing was found.
-pub(super) fn verdict_text(c: &Comparison) -> String {
+/// The verdict as the tables print it: with whether it is better or worse for the metric, or
+/// with the detectable effect when nothing was found.
+pub(super) fn verdict_text(c: &Comparison, metric_name: &str) -> String {
     match c.verdict {
         Verdict::NoSignificantDifference if c.min_detectable_effect.is_infinite() => {
             match c.min_invocations {
@@ -48,7 +49,16 @@ pub(super) fn verdict_text(c: &Comparison) -> String {
             "no significant difference (detectable: {})",
             percent_text(c.min_detectable_effect)
         ),
-        v => format!("**{}**", v.label()),
+        v => {
+            let better = metric(metric_name).and_then(|d| d.higher_is_better());
+            match (better, v == Verdict::Higher) {
+                (Some(higher_better), higher) if higher_better == higher => {
+                    format!("**{}** (better)", v.label())
+                }
+                (Some(_), _) => format!("**{}** (worse)", v.label()),
+                (None, _) => format!("**{}**", v.label()),
+            }
+        }
     }
 }
 
@@ -228,7 +238,7 @@ fn table(out: &mut String, metrics: &[&MetricAnalysis], baseline: &str) {
                 Some(c) => (
                     ratio_text(c.ratio.estimate, c.ratio.lo, c.ratio.hi),
                     p_text(c.p_holm),
-                    verdict_text(c),
+                    verdict_text(c, &m.metric),
                 ),
                 None if s.subject == baseline => ("baseline".into(), String::new(), String::new()),
                 None => ("no baseline figures".into(), String::new(), String::new()),

@@ -212,8 +212,12 @@ mod tests {
         .unwrap();
         let md = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
         assert!(md.contains("| wall | fast | 12 |"));
-        assert!(md.contains("| **lower** |"));
-        assert!(md.contains("| **higher** |"), "ops_per_sec");
+        assert!(md.contains("| **lower** (better) |"));
+        assert!(md.contains("| **higher** (better) |"), "ops_per_sec");
+        assert!(
+            !md.contains("(worse)"),
+            "the fixture's fast subject is better throughout"
+        );
         assert!(
             md.contains("no significant difference (detectable: "),
             "{md}"
