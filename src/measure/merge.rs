@@ -22,8 +22,8 @@ fn parse_shard(label: &str) -> Result<(usize, usize), String> {
 /// Combines `parts` into one result:
 ///
 /// - every part must have the same plan apart from its shards (same subjects, workloads,
-///   threads, repetitions, warm-up, baseline, seed, scale and modes) and the same schema
-///   version;
+///   threads, repetitions, warm-up, baseline, seed, scale and modes), the same schema
+///   version, and come from the same build (alloclab version, commit, rustc);
 /// - no cell (subject, workload, threads, round) may appear in two parts, measured or failed,
 ///   nor may a shard be given twice;
 /// - when the shards given are all `n` of a split, every (subject, workload, threads) they
@@ -74,6 +74,21 @@ pub fn merge(parts: Vec<Results>) -> Result<Results, String> {
                 "merge: part {} was run with another plan than the first (subjects, workloads, \
                  threads, reps, warm-up, baseline, seed, scale or modes differ)",
                 index + 2
+            ));
+        }
+        let (a, b) = (&merged.environment, &part.environment);
+        if (&a.alloclab_version, &a.commit, &a.rustc) != (&b.alloclab_version, &b.commit, &b.rustc)
+        {
+            return Err(format!(
+                "merge: part {} was measured with another build than the first (alloclab {} \
+                 commit {:?} {} against alloclab {} commit {:?} {})",
+                index + 2,
+                b.alloclab_version,
+                b.commit,
+                b.rustc,
+                a.alloclab_version,
+                a.commit,
+                a.rustc
             ));
         }
         if part.schema_version != merged.schema_version {
@@ -236,6 +251,10 @@ mod tests {
         let mut parts = shard(&whole, 2);
         parts[1].plan.seed += 1;
         assert!(merge(parts).unwrap_err().contains("another plan"));
+
+        let mut parts = shard(&whole, 2);
+        parts[1].environment.commit = Some("other".into());
+        assert!(merge(parts).unwrap_err().contains("another build"));
 
         let mut parts = shard(&whole, 2);
         parts[1].measurements.pop();

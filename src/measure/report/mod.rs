@@ -225,6 +225,22 @@ mod tests {
     }
 
     #[test]
+    fn a_run_where_everything_failed_still_reports() {
+        let mut results = test_fixture::results(3);
+        results.measurements.clear();
+        let dir = TempDir::new("failed");
+        let written = write_all(&results, &dir.0, &ReportOptions { latex: true }).unwrap();
+        assert_eq!(
+            written.len(),
+            3,
+            "report.md, results.csv, table.tex; no charts"
+        );
+        let md = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
+        assert!(md.contains("## Failures") && md.contains("| same | churn | 2 | 3 |"));
+        assert!(!md.contains("## Workload"));
+    }
+
+    #[test]
     fn latex_only_when_asked() {
         let dir = TempDir::new("nolatex");
         let written =
