@@ -25,12 +25,16 @@ pub(crate) fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
 
 /// The median: the middle value, or the mean of the two middle values of an even sample.
 pub fn median(xs: &[f64]) -> f64 {
-    // Selection instead of a full sort: the bootstrap calls this thousands of times per cell.
-    let n = xs.len();
+    median_in_place(&mut xs.to_vec())
+}
+
+/// [`median`] of a scratch buffer, reordering it. Selection instead of a full sort, and no
+/// allocation: the bootstrap calls this thousands of times per interval.
+pub(crate) fn median_in_place(v: &mut [f64]) -> f64 {
+    let n = v.len();
     if n == 0 {
         return f64::NAN;
     }
-    let mut v = xs.to_vec();
     let (below, &mut upper, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
     if n % 2 == 1 {
         upper
