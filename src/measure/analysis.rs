@@ -1,7 +1,8 @@
 //! From the measurements of `results.json` to what a report says: per workload, thread
 //! count and metric, each subject's median with its interval, and each subject against the
-//! baseline (ratio of medians with its interval, a rank test, the Holm-adjusted p across every
-//! comparison made, a verdict, and the smallest effect the noise allowed to detect).
+//! baseline (ratio of medians with its interval, a rank test, the Holm-adjusted p across the
+//! comparisons made of the same metric, a verdict, and the smallest effect the noise allowed
+//! to detect).
 //! Warm-up rounds are left out. The statistics are those of [`super::stats`].
 
 use super::schema::{Measurement, Metrics, Results};
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 pub struct AnalysisOptions {
     /// Confidence level of every interval.
     pub level: f64,
-    /// Family-wise significance level (Holm-Bonferroni across all comparisons).
+    /// Family-wise significance level (Holm-Bonferroni across the comparisons of one metric).
     pub alpha: f64,
     /// Power at which the minimum detectable effect is stated.
     pub power: f64,
@@ -119,7 +120,7 @@ pub struct Analysis {
     pub baseline: String,
     /// How it was done.
     pub options: AnalysisOptions,
-    /// Comparisons made (the size of the Holm family).
+    /// Comparisons made, all metrics together (each metric is its own Holm family).
     pub comparisons_made: usize,
     /// Per workload (plan order), thread count and metric ([`METRICS`] order).
     pub metrics: Vec<MetricAnalysis>,
@@ -418,16 +419,45 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
         }
     }
 
-    let raw: Vec<f64> = out
-        .iter()
-        .flat_map(|m| m.comparisons.iter().map(|c| c.test.p))
-        .collect();
-    let adjusted = stats::holm(&raw);
-    let strictest_alpha = opts.alpha / raw.len().max(1) as f64;
-    let min_invocations = stats::min_invocations_for(strictest_alpha);
+    // Holm's family is one metric: every comparison against the baseline of that metric, over
+    // all workloads, thread counts and subjects. Each metric answers its own question (is it
+    // faster? smaller?), and pooling them would make a quick run unable to find anything.
+    let total: usize = out.iter().map(|m| m.comparisons.len()).sum();
+    let mut names: Vec<String> = out.iter().map(|m| m.metric.clone()).collect();
+    names.sort();
+    names.dedup();
+    let mut k = 0;
+    let mut positions: Vec<(String, usize)> = Vec::with_capacity(total);
+    for m in &out {
+        for _ in &m.comparisons {
+            positions.push((m.metric.clone(), k));
+            k += 1;
+        }
+    }
+    let mut adjusted = vec![f64::NAN; total];
+    let mut family_size = vec![0usize; total];
+    for name in &names {
+        let idx: Vec<usize> = positions
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|&(_, i)| i)
+            .collect();
+        let raw: Vec<f64> = out
+            .iter()
+            .flat_map(|m| m.comparisons.iter())
+            .enumerate()
+            .filter(|(i, _)| idx.contains(i))
+            .map(|(_, c)| c.test.p)
+            .collect();
+        for (j, p) in stats::holm(&raw).into_iter().enumerate() {
+            adjusted[idx[j]] = p;
+            family_size[idx[j]] = idx.len();
+        }
+    }
     let all = out.iter_mut().flat_map(|m| m.comparisons.iter_mut());
     for (k, c) in all.enumerate() {
         c.p_holm = adjusted[k];
+        let strictest_alpha = opts.alpha / family_size[k].max(1) as f64;
         let significant = c.p_holm < opts.alpha && !c.ratio.contains(1.0);
         c.verdict = match (significant, c.ratio.estimate < 1.0) {
             (false, _) => Verdict::NoSignificantDifference,
@@ -436,12 +466,13 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
         };
         let (a, b) = &samples_for_mde[k];
         c.min_detectable_effect = stats::min_detectable_effect(a, b, strictest_alpha, opts.power);
-        c.min_invocations = min_invocations;
+        c.min_invocations = stats::min_invocations_for(strictest_alpha);
     }
+    let raw_len = total;
     Analysis {
         baseline: baseline.to_string(),
         options: *opts,
-        comparisons_made: raw.len(),
+        comparisons_made: raw_len,
         metrics: out,
     }
 }
@@ -486,7 +517,7 @@ mod tests {
         assert!(heap.comparisons.is_empty());
         assert!(a.get("churn", 1, "instructions.instructions").is_none());
 
-        // Holm family: 7 non-heap metrics x 3 cells x 2 subjects.
+        // Comparisons: 7 non-heap metrics x 3 cells x 2 subjects; Holm per metric (6 each).
         assert_eq!(a.comparisons_made, 7 * 3 * 2);
         for c in a.metrics.iter().flat_map(|m| &m.comparisons) {
             assert!(c.p_holm >= c.test.p);
@@ -503,8 +534,8 @@ mod tests {
         // 3 against 3: the smallest possible p, 0.1, is above any alpha.
         assert_eq!(fast.verdict, Verdict::NoSignificantDifference);
         assert!(fast.min_detectable_effect.is_infinite());
-        // Holm over 42 comparisons: 7 invocations each are needed.
-        assert_eq!(fast.min_invocations, Some(7));
+        // Holm over the 6 comparisons of a metric: 5 invocations each are needed.
+        assert_eq!(fast.min_invocations, Some(5));
     }
 
     #[test]

@@ -143,7 +143,7 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
          {level}% bootstrap percentile interval ({resamples} resamples). \"vs {base}\" is the \
          ratio of the subject's median to the baseline's, with its {level}% bootstrap interval. \
          p is a two-sided Mann-Whitney U test against the baseline, adjusted by Holm-Bonferroni \
-         across all {m} comparisons of this report. A subject is **lower** or **higher** only \
+         across the comparisons of the same metric in this report ({m} comparisons in all). A subject is **lower** or **higher** only \
          when the adjusted p is below {alpha} and the ratio's interval excludes 1; otherwise \
          the report says \"no significant difference\" and gives the smallest difference the \
          observed noise would have let it detect ({power}% power at the strictest Holm level). \

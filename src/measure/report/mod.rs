@@ -105,7 +105,7 @@ mod tests {
 
     #[test]
     fn writes_every_output_and_each_parses() {
-        let results = test_fixture::results(6);
+        let results = test_fixture::results(4);
         let dir = TempDir::new("all");
         let written = write_all(&results, &dir.0, &ReportOptions { latex: true }).unwrap();
         let names: Vec<String> = written
@@ -185,12 +185,12 @@ mod tests {
             let table = section.find("| metric | subject | n | median [95% CI] |");
             assert!(table.is_some(), "no table under {heading}");
         }
-        assert!(md.contains("| wall | fast | 6 |"));
+        assert!(md.contains("| wall | fast | 4 |"));
         assert!(
             !md.contains("| **lower** |"),
-            "6 invocations cannot pass Holm over 42"
+            "4 invocations cannot pass Holm over the 6 comparisons of a metric"
         );
-        assert!(md.contains("no significant difference (too few invocations to detect any: 7 per"));
+        assert!(md.contains("no significant difference (too few invocations to detect any: 5 per"));
         assert!(
             md.contains("pattern \\| mismatch at 0x10"),
             "failure listed, escaped"
