@@ -1,7 +1,8 @@
 //! From the measurements of `results.json` to what a report says: per workload, thread
 //! count and metric, each subject's median with its interval, and each subject against the
-//! baseline (ratio of medians with its interval, a rank test, the Holm-adjusted p across every
-//! comparison made, a verdict, and the smallest effect the noise allowed to detect).
+//! baseline (ratio of medians with its interval, a rank test, the Holm-adjusted p across the
+//! comparisons made of the same metric, a verdict, and the smallest effect the noise allowed
+//! to detect).
 //! Warm-up rounds are left out. The statistics are those of [`super::stats`].
 
 use super::schema::{Measurement, Metrics, Results};
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 pub struct AnalysisOptions {
     /// Confidence level of every interval.
     pub level: f64,
-    /// Family-wise significance level (Holm-Bonferroni across all comparisons).
+    /// Family-wise significance level (Holm-Bonferroni across the comparisons of one metric).
     pub alpha: f64,
     /// Power at which the minimum detectable effect is stated.
     pub power: f64,
@@ -92,6 +93,9 @@ pub struct Comparison {
     /// detected with the analysis's power, at the strictest level Holm's procedure applies
     /// (`alpha / comparisons`). Infinite when the number of invocations cannot reach it.
     pub min_detectable_effect: f64,
+    /// Invocations per subject with which any difference could reach significance at that
+    /// strictest level (so an infinite `min_detectable_effect` says how many to run).
+    pub min_invocations: Option<usize>,
 }
 
 /// Everything about one metric of one workload at one thread count.
@@ -116,7 +120,7 @@ pub struct Analysis {
     pub baseline: String,
     /// How it was done.
     pub options: AnalysisOptions,
-    /// Comparisons made (the size of the Holm family).
+    /// Comparisons made, all metrics together (each metric is its own Holm family).
     pub comparisons_made: usize,
     /// Per workload (plan order), thread count and metric ([`METRICS`] order).
     pub metrics: Vec<MetricAnalysis>,
@@ -151,6 +155,19 @@ macro_rules! instr {
     ($field:ident) => {
         |m: &Metrics| m.instructions.as_ref().map(|i| i.$field)
     };
+}
+
+impl MetricDef {
+    /// Which direction is an improvement: `Some(true)` when more is better (operations per
+    /// second), `Some(false)` when less is (time, memory, fragmentation, instructions, misses),
+    /// `None` for policy counters, which describe behaviour rather than rank it.
+    pub fn higher_is_better(&self) -> Option<bool> {
+        match self.name {
+            "ops_per_sec" => Some(true),
+            "heap.picks" | "heap.new_runs" | "heap.runs_released" | "heap.purges" => None,
+            _ => Some(false),
+        }
+    }
 }
 
 /// Every metric analysed, in report order.
@@ -386,6 +403,7 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
                             p_holm: f64::NAN,
                             verdict: Verdict::NoSignificantDifference,
                             min_detectable_effect: f64::NAN,
+                            min_invocations: None,
                         });
                         samples_for_mde.push((v.clone(), base.clone()));
                     }
@@ -401,15 +419,45 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
         }
     }
 
-    let raw: Vec<f64> = out
-        .iter()
-        .flat_map(|m| m.comparisons.iter().map(|c| c.test.p))
-        .collect();
-    let adjusted = stats::holm(&raw);
-    let strictest_alpha = opts.alpha / raw.len().max(1) as f64;
+    // Holm's family is one metric: every comparison against the baseline of that metric, over
+    // all workloads, thread counts and subjects. Each metric answers its own question (is it
+    // faster? smaller?), and pooling them would make a quick run unable to find anything.
+    let total: usize = out.iter().map(|m| m.comparisons.len()).sum();
+    let mut names: Vec<String> = out.iter().map(|m| m.metric.clone()).collect();
+    names.sort();
+    names.dedup();
+    let mut k = 0;
+    let mut positions: Vec<(String, usize)> = Vec::with_capacity(total);
+    for m in &out {
+        for _ in &m.comparisons {
+            positions.push((m.metric.clone(), k));
+            k += 1;
+        }
+    }
+    let mut adjusted = vec![f64::NAN; total];
+    let mut family_size = vec![0usize; total];
+    for name in &names {
+        let idx: Vec<usize> = positions
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|&(_, i)| i)
+            .collect();
+        let raw: Vec<f64> = out
+            .iter()
+            .flat_map(|m| m.comparisons.iter())
+            .enumerate()
+            .filter(|(i, _)| idx.contains(i))
+            .map(|(_, c)| c.test.p)
+            .collect();
+        for (j, p) in stats::holm(&raw).into_iter().enumerate() {
+            adjusted[idx[j]] = p;
+            family_size[idx[j]] = idx.len();
+        }
+    }
     let all = out.iter_mut().flat_map(|m| m.comparisons.iter_mut());
     for (k, c) in all.enumerate() {
         c.p_holm = adjusted[k];
+        let strictest_alpha = opts.alpha / family_size[k].max(1) as f64;
         let significant = c.p_holm < opts.alpha && !c.ratio.contains(1.0);
         c.verdict = match (significant, c.ratio.estimate < 1.0) {
             (false, _) => Verdict::NoSignificantDifference,
@@ -418,11 +466,94 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
         };
         let (a, b) = &samples_for_mde[k];
         c.min_detectable_effect = stats::min_detectable_effect(a, b, strictest_alpha, opts.power);
+        c.min_invocations = stats::min_invocations_for(strictest_alpha);
     }
+    let raw_len = total;
     Analysis {
         baseline: baseline.to_string(),
         options: *opts,
-        comparisons_made: raw.len(),
+        comparisons_made: raw_len,
         metrics: out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::test_fixture;
+
+    #[test]
+    fn verdicts_on_the_fixture() {
+        let results = test_fixture::results(12);
+        let a = analyze(&results);
+        assert_eq!(a.baseline, "system");
+        // churn x {1, 2} + trace x {1}; 16 metrics present (no instructions); heap metrics
+        // only for fast and same, so no comparison for them (the baseline lacks them).
+        let wall = a
+            .get("churn", 1, "wall")
+            .expect("wall of churn at 1 thread");
+        assert_eq!(wall.summaries.len(), 3);
+        assert!(wall.summaries.iter().all(|s| s.n == 12), "warm-up excluded");
+        let median_system = wall.summaries[0].median.estimate;
+        assert!((0.45..0.55).contains(&median_system), "{median_system}");
+        let fast = &wall.comparisons[0];
+        assert_eq!(fast.subject, "fast");
+        assert_eq!(fast.verdict, Verdict::Lower);
+        assert!(fast.ratio.contains(0.8) || (fast.ratio.estimate - 0.8).abs() < 0.02);
+        let same = &wall.comparisons[1];
+        assert_eq!(same.verdict, Verdict::NoSignificantDifference, "{same:?}");
+        assert!(same.min_detectable_effect.is_finite() && same.min_detectable_effect > 0.0);
+        assert!(same.min_detectable_effect < 0.2, "{same:?}");
+        let ops = a.get("churn", 1, "ops_per_sec").unwrap();
+        assert_eq!(ops.comparisons[0].verdict, Verdict::Higher);
+
+        // The failed cell has one invocation fewer.
+        let wall2 = a.get("churn", 2, "wall").unwrap();
+        assert_eq!(wall2.summaries[2].n, 11);
+
+        // Heap metrics: no baseline figures, so summaries but no comparisons.
+        let heap = a.get("churn", 1, "heap.frag_time_avg").unwrap();
+        assert_eq!(heap.summaries.len(), 2);
+        assert!(heap.comparisons.is_empty());
+        assert!(a.get("churn", 1, "instructions.instructions").is_none());
+
+        // Comparisons: 7 non-heap metrics x 3 cells x 2 subjects; Holm per metric (6 each).
+        assert_eq!(a.comparisons_made, 7 * 3 * 2);
+        for c in a.metrics.iter().flat_map(|m| &m.comparisons) {
+            assert!(c.p_holm >= c.test.p);
+        }
+        assert_eq!(a, analyze(&results), "deterministic");
+    }
+
+    #[test]
+    fn too_few_invocations_find_nothing_and_say_so() {
+        let results = test_fixture::results(3);
+        let a = analyze(&results);
+        let wall = a.get("churn", 1, "wall").unwrap();
+        let fast = &wall.comparisons[0];
+        // 3 against 3: the smallest possible p, 0.1, is above any alpha.
+        assert_eq!(fast.verdict, Verdict::NoSignificantDifference);
+        assert!(fast.min_detectable_effect.is_infinite());
+        // Holm over the 6 comparisons of a metric: 5 invocations each are needed.
+        assert_eq!(fast.min_invocations, Some(5));
+    }
+
+    #[test]
+    fn metric_lookup() {
+        let m = Metrics {
+            wall: 1.0,
+            peak_rss: Some(10),
+            ..Metrics::default()
+        };
+        let names: Vec<&str> = metric_values(&m).iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["wall", "user", "sys", "ops_per_sec", "peak_rss"]);
+        assert_eq!(metric("heap.purges").unwrap().unit, "count");
+        assert!(metric("nonsense").is_none());
+        assert_eq!(
+            metric("ops_per_sec").unwrap().higher_is_better(),
+            Some(true)
+        );
+        assert_eq!(metric("peak_rss").unwrap().higher_is_better(), Some(false));
+        assert_eq!(metric("heap.picks").unwrap().higher_is_better(), None);
     }
 }

@@ -22,8 +22,8 @@ fn parse_shard(label: &str) -> Result<(usize, usize), String> {
 /// Combines `parts` into one result:
 ///
 /// - every part must have the same plan apart from its shards (same subjects, workloads,
-///   threads, repetitions, warm-up, baseline, seed, scale and modes) and the same schema
-///   version;
+///   threads, repetitions, warm-up, baseline, seed, scale and modes), the same schema
+///   version, and come from the same build (alloclab version, commit, rustc);
 /// - no cell (subject, workload, threads, round) may appear in two parts, measured or failed,
 ///   nor may a shard be given twice;
 /// - when the shards given are all `n` of a split, every (subject, workload, threads) they
@@ -74,6 +74,21 @@ pub fn merge(parts: Vec<Results>) -> Result<Results, String> {
                 "merge: part {} was run with another plan than the first (subjects, workloads, \
                  threads, reps, warm-up, baseline, seed, scale or modes differ)",
                 index + 2
+            ));
+        }
+        let (a, b) = (&merged.environment, &part.environment);
+        if (&a.alloclab_version, &a.commit, &a.rustc) != (&b.alloclab_version, &b.commit, &b.rustc)
+        {
+            return Err(format!(
+                "merge: part {} was measured with another build than the first (alloclab {} \
+                 commit {:?} {} against alloclab {} commit {:?} {})",
+                index + 2,
+                b.alloclab_version,
+                b.commit,
+                b.rustc,
+                a.alloclab_version,
+                a.commit,
+                a.rustc
             ));
         }
         if part.schema_version != merged.schema_version {
@@ -164,4 +179,98 @@ fn check_complete(cells: &BTreeSet<CellKey>, rounds: usize) -> Result<(), String
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::test_fixture;
+
+    /// Splits `whole` into `n` shards the way a sharded run would record them: each keeps
+    /// the plan, labels itself `i/n`, and holds the measurements of its slice of the grid
+    /// (here by position, which is all merging relies on).
+    fn shard(whole: &Results, n: usize) -> Vec<Results> {
+        (0..n)
+            .map(|i| {
+                let mut part = whole.clone();
+                part.plan.shards = vec![format!("{}/{n}", i + 1)];
+                part.measurements = whole
+                    .measurements
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| k % n == i)
+                    .map(|(_, m)| m.clone())
+                    .collect();
+                part.failures.retain(|_| i == 0);
+                part
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shards_merge_back_into_the_unsharded_grid() {
+        let whole = test_fixture::results(4);
+        let mut parts = shard(&whole, 3);
+        parts.reverse();
+        let merged = merge(parts).unwrap();
+        assert_eq!(merged.measurements, whole.measurements);
+        assert_eq!(merged.failures, whole.failures);
+        assert_eq!(merged.plan.shards, ["3/3", "2/3", "1/3"]);
+        let mut plan = merged.plan.clone();
+        plan.shards.clear();
+        assert_eq!(plan, whole.plan);
+    }
+
+    #[test]
+    fn a_single_unsharded_result_merges_to_itself() {
+        let whole = test_fixture::results(3);
+        assert_eq!(merge(vec![whole.clone()]).unwrap(), whole);
+        assert!(merge(vec![]).is_err());
+    }
+
+    #[test]
+    fn overlapping_parts_are_refused() {
+        let whole = test_fixture::results(3);
+        let mut parts = shard(&whole, 2);
+        let duplicate = parts[0].measurements[0].clone();
+        parts[1].measurements.push(duplicate);
+        let err = merge(parts).unwrap_err();
+        assert!(err.contains("appears in two parts"), "{err}");
+
+        let parts = shard(&whole, 2);
+        let err = merge(vec![parts[0].clone(), parts[0].clone()]).unwrap_err();
+        assert!(
+            err.contains("two parts") || err.contains("given twice"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn other_plans_and_incomplete_grids_are_refused() {
+        let whole = test_fixture::results(3);
+        let mut parts = shard(&whole, 2);
+        parts[1].plan.seed += 1;
+        assert!(merge(parts).unwrap_err().contains("another plan"));
+
+        let mut parts = shard(&whole, 2);
+        parts[1].environment.commit = Some("other".into());
+        assert!(merge(parts).unwrap_err().contains("another build"));
+
+        let mut parts = shard(&whole, 2);
+        parts[1].measurements.pop();
+        let err = merge(parts).unwrap_err();
+        assert!(err.contains("incomplete"), "{err}");
+
+        // Missing shards: nothing to check completeness against, so a partial merge is fine.
+        let parts = shard(&whole, 3);
+        let partial = merge(parts[..2].to_vec()).unwrap();
+        assert_eq!(partial.plan.shards, ["1/3", "2/3"]);
+
+        let mut parts = shard(&whole, 2);
+        parts[1].plan.shards = vec!["2/4".into()];
+        assert!(merge(parts).unwrap_err().contains("different splits"));
+        let mut parts = shard(&whole, 2);
+        parts[1].plan.shards = vec!["two".into()];
+        assert!(merge(parts).unwrap_err().contains("not of the form i/n"));
+    }
 }

@@ -9,9 +9,12 @@
 //!   entry points (never as the global allocator);
 //! - `workloads`: fixed amounts of allocation work, each checking its own results;
 //! - `schema`: the versioned record of every measurement (`results.json`);
-//! - `stats`: medians, bootstrap intervals, rank tests, multiple-comparison correction;
+//! - `stats`: medians, bootstrap intervals, rank tests, multiple-comparison correction,
+//!   minimum detectable effects, pilot advice;
+//! - `analysis`: per workload, thread count and metric, every subject against the baseline;
 //! - `runner`: one child process per measurement, shuffled rounds, shards;
-//! - `report`: `report.md`, `results.csv`, SVG charts and LaTeX tables from `results.json`.
+//! - `report`: `report.md`, `results.csv`, SVG charts and LaTeX tables from `results.json`;
+//! - `merge`: shards of one grid combined into the unsharded result.
 
 pub mod analysis;
 pub mod child;
@@ -26,4 +29,6 @@ pub mod sampler;
 pub mod schema;
 pub mod stats;
 pub mod subjects;
+#[cfg(test)]
+mod test_fixture;
 pub mod workloads;

@@ -110,14 +110,18 @@ pub struct Measurement {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
     /// Wall-clock time of the workload's measured part.
+    #[serde(deserialize_with = "null_as_nan")]
     pub wall: f64,
     /// User CPU time of the measured part.
+    #[serde(deserialize_with = "null_as_nan")]
     pub user: f64,
     /// System CPU time of the measured part.
+    #[serde(deserialize_with = "null_as_nan")]
     pub sys: f64,
     /// Allocator calls made.
     pub ops: u64,
     /// `ops / wall`.
+    #[serde(deserialize_with = "null_as_nan")]
     pub ops_per_sec: f64,
     /// The process's peak resident size during the measured part.
     pub peak_rss: Option<u64>,
@@ -144,8 +148,10 @@ pub struct HeapMetrics {
     pub peak_mapped: u64,
     /// Johnstone and Wilson's fragmentation: memory used at its peak over the peak of live
     /// bytes, minus one (`peak_mapped / peak_allocated - 1`).
+    #[serde(deserialize_with = "null_as_nan")]
     pub frag_peak: f64,
     /// Time-averaged variant: mean over samples of `mapped / allocated - 1`, weighted by time.
+    #[serde(deserialize_with = "null_as_nan")]
     pub frag_time_avg: f64,
     /// Samples taken.
     pub samples: u64,
@@ -163,14 +169,19 @@ pub struct HeapMetrics {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct InstructionMetrics {
     /// Instructions (Ir).
+    #[serde(deserialize_with = "null_as_nan")]
     pub instructions: f64,
     /// Data reads (Dr).
+    #[serde(deserialize_with = "null_as_nan")]
     pub data_reads: f64,
     /// Data writes (Dw).
+    #[serde(deserialize_with = "null_as_nan")]
     pub data_writes: f64,
     /// First-level data cache misses (D1mr + D1mw).
+    #[serde(deserialize_with = "null_as_nan")]
     pub d1_misses: f64,
     /// Last-level misses (DLmr + DLmw).
+    #[serde(deserialize_with = "null_as_nan")]
     pub ll_misses: f64,
 }
 
@@ -187,6 +198,13 @@ pub struct Failure {
     pub round: usize,
     /// What went wrong (the self-check's message, the signal, the child's stderr tail).
     pub reason: String,
+}
+
+/// JSON has no NaN or infinity: serde_json writes a non-finite figure (a fragmentation ratio
+/// with nothing allocated, a rate over zero time) as `null`, and this reads `null` back as NaN
+/// so that such a file still loads.
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl Results {
@@ -223,5 +241,65 @@ impl Results {
         let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         text.push('\n');
         std::fs::write(path, text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::test_fixture;
+
+    #[test]
+    fn json_round_trip() {
+        let results = test_fixture::results(4);
+        let path =
+            std::env::temp_dir().join(format!("alloclab-schema-{}.json", std::process::id()));
+        results.write(&path).unwrap();
+        let back = Results::read(&path);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(back.unwrap(), results);
+    }
+
+    #[test]
+    fn non_finite_figures_come_back_as_nan() {
+        let mut results = test_fixture::results(3);
+        results.measurements[0].metrics.ops_per_sec = f64::INFINITY;
+        if let Some(h) = results.measurements[1].metrics.heap.as_mut() {
+            h.frag_peak = f64::NAN;
+        }
+        let text = serde_json::to_string(&results).unwrap();
+        let back = Results::from_json(&text).unwrap();
+        assert!(back.measurements[0].metrics.ops_per_sec.is_nan());
+        assert!(back.measurements[1]
+            .metrics
+            .heap
+            .as_ref()
+            .unwrap()
+            .frag_peak
+            .is_nan());
+        assert_eq!(back.measurements[2], results.measurements[2]);
+    }
+
+    #[test]
+    fn reading_refuses_other_versions_and_non_results() {
+        let mut value = serde_json::to_value(test_fixture::results(3)).unwrap();
+        value["schema_version"] = serde_json::json!(SCHEMA_VERSION + 1);
+        let err = Results::from_json(&value.to_string()).unwrap_err();
+        assert!(
+            err.contains("schema_version 2") && err.contains("reads version 1"),
+            "{err}"
+        );
+        let err = Results::from_json("{\"a\": 1}").unwrap_err();
+        assert!(err.contains("no schema_version"), "{err}");
+        assert!(Results::from_json("not json")
+            .unwrap_err()
+            .contains("not JSON"));
+        let err = Results::from_json("{\"schema_version\": 1}").unwrap_err();
+        assert!(err.contains("not a valid results file"), "{err}");
+        let err = Results::read(std::path::Path::new("/nonexistent/results.json")).unwrap_err();
+        assert!(
+            err.contains("/nonexistent/results.json: cannot read"),
+            "{err}"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! a point at the median and whiskers spanning its confidence interval, one colour per
 //! thread count.
 
-use super::format::{format_value, slug};
+use super::format::slug;
 use crate::measure::analysis::{metric, Analysis, MetricAnalysis};
 use crate::measure::schema::Results;
 use plotters::prelude::*;
@@ -54,17 +54,32 @@ pub(super) fn write(
                 "{workload}: {what} ({} reps, median and 95% CI)",
                 results.plan.reps
             );
-            draw(&path, &title, name, &cells)?;
+            draw(&path, &title, what, name, &cells)?;
             written.push(path);
         }
     }
     Ok(written)
 }
 
+/// The factor that brings values of `unit` up to `top` into a readable axis unit.
+fn axis_scale(unit: &'static str, top: f64) -> (f64, &'static str) {
+    match unit {
+        "s" if top < 1e-3 => (1e6, "µs"),
+        "s" if top < 1.0 => (1e3, "ms"),
+        "s" => (1.0, "s"),
+        "bytes" if top >= (1u64 << 30) as f64 => (1.0 / (1u64 << 30) as f64, "GiB"),
+        "bytes" if top >= (1u64 << 20) as f64 => (1.0 / (1u64 << 20) as f64, "MiB"),
+        "bytes" if top >= 1024.0 => (1.0 / 1024.0, "KiB"),
+        "bytes" => (1.0, "B"),
+        other => (1.0, other),
+    }
+}
+
 /// One chart: subjects along x, one series per thread count.
 fn draw(
     path: &Path,
     title: &str,
+    what: &str,
     metric_name: &str,
     cells: &[&MetricAnalysis],
 ) -> std::io::Result<()> {
@@ -83,7 +98,13 @@ fn draw(
         .map(|s| s.median.hi.max(s.median.estimate))
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
-    let top = if top > 0.0 { top * 1.15 } else { 1.0 };
+    let (scale, axis_unit) = axis_scale(unit, top);
+    // Head room for the legend, one line per series.
+    let top = if top > 0.0 {
+        top * (1.15 + 0.07 * cells.len() as f64) * scale
+    } else {
+        1.0
+    };
     let n = subjects.len().max(1);
     let width = (110 * n as u32 + 160).max(640);
     let root = SVGBackend::new(path, (width, 480)).into_drawing_area();
@@ -95,13 +116,13 @@ fn draw(
         .y_label_area_size(90)
         .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..top)
         .map_err(io_error)?;
-    let y_label = |y: &f64| format_value(*y, unit);
+    let y_label = |y: &f64| format!("{y}");
     chart
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
         .y_label_formatter(&y_label)
-        .y_desc(metric_name)
+        .y_desc(format!("{what} ({axis_unit}), {metric_name}"))
         .draw()
         .map_err(io_error)?;
 
@@ -136,9 +157,12 @@ fn draw(
             .filter_map(|s| {
                 let i = subjects.iter().position(|x| *x == s.subject)?;
                 let m = &s.median;
-                m.estimate
-                    .is_finite()
-                    .then_some((i as f64 + offset, m.estimate, m.lo, m.hi))
+                m.estimate.is_finite().then_some((
+                    i as f64 + offset,
+                    m.estimate * scale,
+                    m.lo * scale,
+                    m.hi * scale,
+                ))
             })
             .collect();
         let label = format!(

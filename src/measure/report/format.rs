@@ -90,7 +90,7 @@ pub(crate) fn p_text(p: f64) -> String {
 /// A relative effect (`0.042` → `4.2%`).
 pub(crate) fn percent_text(effect: f64) -> String {
     if effect.is_infinite() {
-        "none (too few invocations)".into()
+        "none".into()
     } else if effect.is_nan() {
         "n/a".into()
     } else {
@@ -133,7 +133,7 @@ mod tests {
         assert_eq!(p_text(0.00001), "< 0.0001");
         assert_eq!(p_text(0.0312), "0.0312");
         assert_eq!(percent_text(0.042), "4.20%");
-        assert_eq!(percent_text(f64::INFINITY), "none (too few invocations)");
+        assert_eq!(percent_text(f64::INFINITY), "none");
         assert_eq!(slug("trace/python touch"), "trace_python_touch");
         assert_eq!(ratio_text(1.0, 0.9, 1.1), "1.000 [0.900, 1.100]");
     }

@@ -31,7 +31,7 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
     let _ = writeln!(
         out,
         "% alloclab compare: medians over {} invocations, {}% bootstrap intervals; ratios against \
-         {}; p: Mann-Whitney U, Holm-adjusted over {} comparisons. Needs \\usepackage{{booktabs}}.",
+         {}; p: Mann-Whitney U, Holm-adjusted per metric ({} comparisons in all). Needs \\usepackage{{booktabs}}.",
         results.plan.reps,
         analysis.options.level * 100.0,
         analysis.baseline,

@@ -32,14 +32,33 @@ pub(super) fn shell_words(words: &[String]) -> String {
         .join(" ")
 }
 
-/// The verdict as the tables print it, with the detectable effect when nothing was found.
-pub(super) fn verdict_text(c: &Comparison) -> String {
+/// The verdict as the tables print it: with whether it is better or worse for the metric, or
+/// with the detectable effect when nothing was found.
+pub(super) fn verdict_text(c: &Comparison, metric_name: &str) -> String {
     match c.verdict {
+        Verdict::NoSignificantDifference if c.min_detectable_effect.is_infinite() => {
+            match c.min_invocations {
+                Some(n) => format!(
+                    "no significant difference (too few invocations to detect any: {n} per \
+                     subject needed)"
+                ),
+                None => "no significant difference (too few invocations to detect any)".into(),
+            }
+        }
         Verdict::NoSignificantDifference => format!(
             "no significant difference (detectable: {})",
             percent_text(c.min_detectable_effect)
         ),
-        v => format!("**{}**", v.label()),
+        v => {
+            let better = metric(metric_name).and_then(|d| d.higher_is_better());
+            match (better, v == Verdict::Higher) {
+                (Some(higher_better), higher) if higher_better == higher => {
+                    format!("**{}** (better)", v.label())
+                }
+                (Some(_), _) => format!("**{}** (worse)", v.label()),
+                (None, _) => format!("**{}**", v.label()),
+            }
+        }
     }
 }
 
@@ -108,6 +127,20 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
     }
     let _ = writeln!(out, "- baseline: {}", plan.baseline);
 
+    // Each subject as it describes itself (a user's config prints its own description).
+    let mut described: Vec<(&str, &str)> = Vec::new();
+    for m in &results.measurements {
+        if !described.iter().any(|(s, _)| *s == m.subject) {
+            described.push((&m.subject, &m.describe));
+        }
+    }
+    if !described.is_empty() {
+        let _ = writeln!(out, "\n## Subjects\n\n| subject | what it is |\n|---|---|");
+        for (subject, describe) in described {
+            let _ = writeln!(out, "| {} | {} |", cell(subject), cell(describe));
+        }
+    }
+
     let o = &analysis.options;
     let _ = writeln!(
         out,
@@ -116,7 +149,7 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
          {level}% bootstrap percentile interval ({resamples} resamples). \"vs {base}\" is the \
          ratio of the subject's median to the baseline's, with its {level}% bootstrap interval. \
          p is a two-sided Mann-Whitney U test against the baseline, adjusted by Holm-Bonferroni \
-         across all {m} comparisons of this report. A subject is **lower** or **higher** only \
+         across the comparisons of the same metric in this report ({m} comparisons in all). A subject is **lower** or **higher** only \
          when the adjusted p is below {alpha} and the ratio's interval excludes 1; otherwise \
          the report says \"no significant difference\" and gives the smallest difference the \
          observed noise would have let it detect ({power}% power at the strictest Holm level). \
@@ -211,7 +244,7 @@ fn table(out: &mut String, metrics: &[&MetricAnalysis], baseline: &str) {
                 Some(c) => (
                     ratio_text(c.ratio.estimate, c.ratio.lo, c.ratio.hi),
                     p_text(c.p_holm),
-                    verdict_text(c),
+                    verdict_text(c, &m.metric),
                 ),
                 None if s.subject == baseline => ("baseline".into(), String::new(), String::new()),
                 None => ("no baseline figures".into(), String::new(), String::new()),

@@ -18,7 +18,7 @@ pub use bootstrap::{bootstrap_ci, median_ci, ratio_of_medians_ci, ConfidenceInte
 pub use descriptive::{mad, mean, median, quantile, variance};
 pub use multiple::holm;
 pub use pilot::{pilot, PilotAdvice, PilotCosts};
-pub use power::{min_detectable_effect, min_two_sided_p};
+pub use power::{min_detectable_effect, min_invocations_for, min_two_sided_p};
 pub use rank_test::{mann_whitney_u, permutation_test, TestMethod, TestResult};
 
 /// The standard normal distribution, for z quantiles and tail probabilities.

@@ -55,6 +55,42 @@ pub struct PilotAdvice {
     pub pilot_iterations: usize,
 }
 
+impl std::fmt::Display for PilotAdvice {
+    /// Two lines for a terminal: what the pilot found, and what to run.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let total = self.within_invocation_variance / self.pilot_iterations as f64
+            + self.between_invocation_variance;
+        let between_share = if total > 0.0 {
+            100.0 * self.between_invocation_variance / total
+        } else {
+            0.0
+        };
+        writeln!(
+            f,
+            "pilot: {} invocations x {} iterations, mean {:.6}, 95% CI +/-{:.2}%; {:.0}% of the \
+             variance of an invocation's mean is between invocations",
+            self.pilot_invocations,
+            self.pilot_iterations,
+            self.mean,
+            100.0 * self.pilot_rel_ci_halfwidth,
+            between_share
+        )?;
+        write!(
+            f,
+            "advice: {} invocations x {} iterations for +/-{:.2}% (predicted +/-{:.2}%){}",
+            self.invocations,
+            self.iterations,
+            100.0 * self.target_rel_ci_halfwidth,
+            100.0 * self.predicted_rel_ci_halfwidth,
+            if self.reachable {
+                ""
+            } else {
+                "; the target is not reachable within the invocation limit"
+            }
+        )
+    }
+}
+
 /// The two-sided 97.5% quantile of Student's t with `df` degrees of freedom.
 fn t975(df: usize) -> f64 {
     StudentsT::new(0.0, 1.0, df as f64)
@@ -176,6 +212,13 @@ mod tests {
         assert!(advice.reachable);
         assert!((advice.predicted_rel_ci_halfwidth - 0.09975414593110314).abs() < 1e-9);
         assert!((advice.pilot_rel_ci_halfwidth - 1.6560918078335536).abs() < 1e-9);
+        let text = advice.to_string();
+        assert!(
+            text.contains("advice: 174 invocations x 2 iterations for +/-10.00%"),
+            "{text}"
+        );
+        // Invocation-mean variance 2/2 + 15 = 16, of which 15 between invocations.
+        assert!(text.contains("94% of the variance"), "{text}");
     }
 
     #[test]

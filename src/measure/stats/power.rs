@@ -20,6 +20,12 @@ pub fn min_two_sided_p(n_a: usize, n_b: usize) -> f64 {
     (2.0 / binomial(n_a + n_b, n_a)).min(1.0)
 }
 
+/// The fewest invocations per subject (equal numbers for both) with which a Mann-Whitney U
+/// test can reach a two-sided p below `alpha` at all; `None` beyond 10 000.
+pub fn min_invocations_for(alpha: f64) -> Option<usize> {
+    (1..=10_000).find(|&n| min_two_sided_p(n, n) < alpha)
+}
+
 /// The smallest relative difference of medians (`0.05` = 5%) that a comparison of `a` with
 /// `b` detects at significance level `alpha` with probability `power`, given the spread the
 /// samples show:
@@ -64,6 +70,11 @@ mod tests {
         assert!((min_two_sided_p(6, 6) - 2.0 / 924.0).abs() < 1e-15);
         assert_eq!(min_two_sided_p(1, 1), 1.0);
         assert_eq!(min_two_sided_p(0, 4), 1.0);
+        // 2 / C(8, 4) = 0.0286 < 0.05 but 2 / C(6, 3) = 0.1 is not.
+        assert_eq!(min_invocations_for(0.05), Some(4));
+        // 0.05 / 42 = 0.00119: 2 / C(14, 7) = 0.000583 passes, 2 / C(12, 6) = 0.00216 not.
+        assert_eq!(min_invocations_for(0.05 / 42.0), Some(7));
+        assert_eq!(min_invocations_for(0.0), None);
     }
 
     #[test]
