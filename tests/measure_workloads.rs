@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-const SMALL: f64 = 0.01;
+const SMALL: f64 = 0.002;
 
 fn params(w: &dyn Workload) -> Params {
     Params {
@@ -186,7 +186,7 @@ fn every_workload_passes_on_correct_allocators() {
 enum Fault {
     /// Every 50th free also overwrites the first byte of the oldest other live block.
     Corrupt,
-    /// Every 500th allocation returns null.
+    /// Every 200th allocation returns null.
     Fail,
 }
 
@@ -214,7 +214,7 @@ impl Broken {
     }
 
     fn fails_now(&self) -> bool {
-        self.fault == Fault::Fail && self.allocations.fetch_add(1, Ordering::Relaxed) % 500 == 499
+        self.fault == Fault::Fail && self.allocations.fetch_add(1, Ordering::Relaxed) % 200 == 199
     }
 
     fn born(&self, p: *mut u8, size: usize) -> *mut u8 {

@@ -58,6 +58,7 @@ pub fn versions() -> Vec<(String, String)> {
 }
 
 /// `count * size`, or `None` when it overflows (calloc's contract: null then).
+#[cfg(feature = "peers")]
 fn checked_total(count: usize, size: usize) -> Option<usize> {
     count.checked_mul(size)
 }
