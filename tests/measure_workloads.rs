@@ -322,3 +322,57 @@ fn every_workload_reports_a_broken_allocator() {
         }
     }
 }
+
+#[test]
+fn peers_report_their_own_figures() {
+    for e in peers::entries() {
+        let s = (e.make)();
+        let blocks: Vec<*mut u8> = (0..256).map(|_| s.malloc(4000)).collect();
+        let st = s.stats();
+        let live = 256 * 4000;
+        if let Some(a) = st.allocated {
+            assert!(a >= live, "{}: {st:?}", e.name);
+        }
+        if let Some(m) = st.mapped {
+            assert!(m >= live, "{}: {st:?}", e.name);
+        }
+        let expected = ["system", "jemalloc"].contains(&e.name.as_str());
+        assert_eq!(st.allocated.is_some(), expected, "{}: {st:?}", e.name);
+        for p in blocks {
+            // SAFETY: live, freed once.
+            unsafe { s.free(p) };
+        }
+    }
+}
+
+#[test]
+fn policy_counters_are_exact() {
+    use alloclab::size_class::{bin, small_index};
+    let heap = Heap::<Mrf>::new();
+    let cap = bin(small_index(64)).capacity as usize;
+    let n = 3 * cap + 5;
+    let blocks: Vec<*mut u8> = (0..n).map(|_| Subject::malloc(&heap, 64)).collect();
+    let runs = n.div_ceil(cap) as u64;
+    let c = Subject::stats(&heap).policy.expect("alloclab heaps count");
+    // The first allocation of each run makes it; the policy picks a run for every other.
+    assert_eq!(
+        (c.new_runs, c.picks, c.runs_released),
+        (runs, n as u64 - runs, 0)
+    );
+    for p in blocks {
+        // SAFETY: live, freed once.
+        unsafe { Subject::free(&heap, p) };
+    }
+    let c = Subject::stats(&heap).policy.unwrap();
+    assert_eq!(c.runs_released, runs);
+    assert_eq!((c.purge_passes, c.purges, c.purged_bytes), (0, 0, 0));
+    // 4 MiB of large allocations freed: more dirty pages than an arena keeps, so it purges.
+    let large: Vec<*mut u8> = (0..64).map(|_| Subject::malloc(&heap, 64 << 10)).collect();
+    for p in large {
+        // SAFETY: live, freed once.
+        unsafe { Subject::free(&heap, p) };
+    }
+    let c = Subject::stats(&heap).policy.unwrap();
+    assert!(c.purge_passes > 0 && c.purges >= c.purge_passes, "{c:?}");
+    assert!(c.purged_bytes > 0, "{c:?}");
+}
