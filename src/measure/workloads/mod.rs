@@ -30,9 +30,9 @@ fn replays_at_full_size(b: &bundled::Bundled) -> u32 {
     match trace_name(b) {
         "python3-stdlib" => 25,
         "lua5.4" => 50,
-        "sqlite3" => 150,
-        "gcc-cc1" => 100,
-        _ => 100,
+        "sqlite3" => 100,
+        "gcc-cc1" => 80,
+        _ => 75,
     }
 }
 
