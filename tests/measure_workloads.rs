@@ -338,6 +338,13 @@ fn peers_report_their_own_figures() {
         }
         let expected = ["system", "jemalloc"].contains(&e.name.as_str());
         assert_eq!(st.allocated.is_some(), expected, "{}: {st:?}", e.name);
+        if e.name == "jemalloc" {
+            assert!(st.active.is_some() && st.dirty.is_some(), "{st:?}");
+            assert!(
+                st.resident_estimate.is_some() && st.metadata.is_some(),
+                "{st:?}"
+            );
+        }
         for p in blocks {
             // SAFETY: live, freed once.
             unsafe { s.free(p) };
