@@ -383,3 +383,18 @@ fn policy_counters_are_exact() {
     assert!(c.purge_passes > 0 && c.purges >= c.purge_passes, "{c:?}");
     assert!(c.purged_bytes > 0, "{c:?}");
 }
+
+#[test]
+fn a_trace_prefix_is_the_trace_cut_short() {
+    let t = alloclab::trace::bundled::SQLITE3
+        .parse(&Default::default())
+        .unwrap();
+    let whole = t.prefix(usize::MAX);
+    assert_eq!(whole.ops(), t.ops());
+    assert_eq!(whole.live_at_end, t.live_at_end);
+    let none = t.prefix(0);
+    assert_eq!((none.ops().len(), none.live_at_end), (0, 0));
+    let half = t.prefix(t.ops().len() / 2);
+    assert_eq!(half.ops(), &t.ops()[..t.ops().len() / 2]);
+    assert_eq!(half.slots, t.slots);
+}
