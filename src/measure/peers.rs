@@ -58,6 +58,7 @@ pub fn versions() -> Vec<(String, String)> {
 }
 
 /// `count * size`, or `None` when it overflows (calloc's contract: null then).
+#[cfg(feature = "peers")]
 fn checked_total(count: usize, size: usize) -> Option<usize> {
     count.checked_mul(size)
 }
@@ -251,6 +252,10 @@ mod c_peers {
                 mapped: Jemalloc::read_usize(c"stats.mapped"),
                 metadata: Jemalloc::read_usize(c"stats.metadata"),
                 resident_estimate: Jemalloc::read_usize(c"stats.resident"),
+                // Dirty pages of all arenas together (4096 is MALLCTL_ARENAS_ALL).
+                dirty: Jemalloc::read_usize(c"stats.arenas.4096.pdirty")
+                    .zip(Jemalloc::read_usize(c"arenas.page"))
+                    .map(|(pages, page)| pages * page),
                 ..HeapStats::default()
             }
         }

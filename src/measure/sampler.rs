@@ -151,10 +151,17 @@ pub fn sampled<R>(
                 }
             }
         });
-        let r = f();
-        stop.store(true, Ordering::Release);
-        sampler.thread().unpark();
-        r
+        // Stops the sampler however `f` ends: a panic in `f` would otherwise leave the scope
+        // waiting for the sampler forever.
+        struct Stop<'a>(&'a AtomicBool, &'a std::thread::Thread);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Release);
+                self.1.unpark();
+            }
+        }
+        let _stop = Stop(&stop, sampler.thread());
+        f()
     });
     let end = subject.stats();
     let mut acc = acc.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -192,6 +199,17 @@ mod tests {
         assert!(m.frag_peak >= 0.0, "{m:?}");
         assert!(m.new_runs > 0 && m.runs_released > 0, "{m:?}");
         assert!(m.picks > 0, "{m:?}");
+    }
+
+    #[test]
+    fn a_panic_in_the_work_ends_the_sampler() {
+        let heap = Heap::<AddrOrdered>::new();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            sampled(&heap, Duration::from_millis(1), || {
+                panic!("the work failed")
+            })
+        }));
+        assert!(r.is_err());
     }
 
     #[test]

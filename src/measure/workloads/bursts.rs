@@ -11,7 +11,7 @@ use crate::subject::Subject;
 use std::time::Instant;
 
 /// Objects built at full size, over all threads.
-const OBJECTS: u64 = 3_000_000;
+const OBJECTS: u64 = 2_000_000;
 /// Long-lived objects each thread keeps (replaced one by one).
 const SURVIVORS: usize = 2048;
 

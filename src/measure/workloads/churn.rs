@@ -10,7 +10,7 @@ use crate::subject::Subject;
 use std::time::Instant;
 
 /// Operations at full size, over all threads.
-const OPS: u64 = 4_000_000;
+const OPS: u64 = 3_000_000;
 /// Slots per thread: live blocks are at most this many.
 const SLOTS: usize = 4096;
 

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 /// Replacements at full size, over all threads and rounds.
-const OPS: u64 = 4_000_000;
+const OPS: u64 = 3_000_000;
 /// Rounds (thread generations).
 const ROUNDS: u64 = 10;
 /// Blocks per thread's table.

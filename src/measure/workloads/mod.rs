@@ -22,9 +22,18 @@ use crate::subject::Subject;
 use crate::trace::bundled;
 use std::time::Duration;
 
-/// Whole replays of each bundled trace at full size (`Params::scale` 1).
-fn replays_at_full_size(_: &bundled::Bundled) -> u32 {
-    1
+/// Whole replays of each bundled trace at full size (`Params::scale` 1): a replay takes a few
+/// milliseconds (sqlite3's) to a few tens (python3's) with the fastest allocators in a release
+/// build, so each workload repeats its trace to about half a second, where one measurement's
+/// noise is small against its time; the other synthetic workloads are sized alike.
+fn replays_at_full_size(b: &bundled::Bundled) -> u32 {
+    match trace_name(b) {
+        "python3-stdlib" => 25,
+        "lua5.4" => 50,
+        "sqlite3" => 100,
+        "gcc-cc1" => 80,
+        _ => 75,
+    }
 }
 
 /// The replays of every bundled trace, touching and not, in `bundled::ALL` order.

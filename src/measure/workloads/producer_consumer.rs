@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 /// Blocks passed at full size, over all threads.
-const BLOCKS: u64 = 3_000_000;
+const BLOCKS: u64 = 1_500_000;
 /// Blocks per batch.
 const BATCH: usize = 256;
 

@@ -8,7 +8,7 @@ use crate::subject::Subject;
 use std::time::Instant;
 
 /// Buffers grown at full size, over all threads.
-const BUFFERS: u64 = 40_000;
+const BUFFERS: u64 = 20_000;
 /// Buffers each thread keeps growing at once (so growth interleaves).
 const LIVE: usize = 8;
 
