@@ -24,9 +24,9 @@ pub const QUICK_WORKLOADS: &[&str] = &[
 /// The thread counts of `--quick`.
 pub const QUICK_THREADS: &[usize] = &[1, 2];
 /// The amount of work of `--quick`, relative to the full workloads.
-pub const QUICK_SCALE: f64 = 0.25;
+pub const QUICK_SCALE: f64 = 0.1;
 /// Measured rounds of `--quick`.
-pub const QUICK_REPS: usize = 3;
+pub const QUICK_REPS: usize = 7;
 /// Measured rounds of a full run: enough for a bootstrap interval and a rank test to separate
 /// differences of a few percent on a quiet machine (`--pilot` says how many a target needs).
 pub const FULL_REPS: usize = 10;
@@ -43,7 +43,7 @@ fn thread_count(s: &str) -> Result<usize, String> {
 /// Options of `alloclab compare`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// The CI-sized grid (every subject, a few workloads at small scale, 3 rounds, threads
+    /// The CI-sized grid (every subject, five workloads at a tenth of the work, 7 rounds, threads
     /// 1 and 2): a few minutes on two cores.
     #[arg(long)]
     pub quick: bool,
@@ -72,7 +72,7 @@ pub struct CompareArgs {
     /// the clock; always recorded in results.json).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Amount of work relative to the full workloads (default 1; quick 0.25).
+    /// Amount of work relative to the full workloads (default 1; quick 0.1).
     #[arg(long)]
     pub scale: Option<f64>,
     /// Also write table.tex, a LaTeX table per workload.
