@@ -1,10 +1,33 @@
 #!/usr/bin/env bash
-# The whole test suite: what CI runs (through .ci/run) and what README.md names.
+# The whole test suite: what CI runs (.ci/run calls only this) and what README.md names. It
+# installs what it needs first, so a fresh machine needs nothing but cargo and apt.
 # Each step prints a banner; the first failure stops the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n=== %s ===\n' "$*"; }
+
+step "set-up: what a fresh machine lacks"
+# The suite needs more than cargo: rustfmt and clippy, the programs liballoclab.so's tests run
+# under LD_PRELOAD (preload/tests), a C++ compiler for the peers (snmalloc), slurm and munge
+# for the job-array test (papers/slurm), and cargo-fuzz for the fuzz smoke step. Install
+# whatever is missing (apt-get as root, or through sudo), so that this one command works on a
+# fresh machine.
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+missing=""
+for pkg in python3 perl lua5.4 sqlite3 gcc g++ git slurm-wlm munge; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
+        missing="$missing $pkg"
+done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" -eq 0 ]; then apt=(apt-get); else apt=(sudo apt-get); fi
+    echo "installing:$missing"
+    "${apt[@]}" update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq $missing
+fi
+cargo fuzz --version 2>/dev/null | grep -q "0.13.1" ||
+    cargo install cargo-fuzz --version 0.13.1 --locked
 
 step "format and lints"
 cargo fmt --all --check
@@ -12,6 +35,10 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 step "unit, integration and doc tests"
 cargo test --workspace
+
+step "compare on a real slurm cluster: a 3-task job array of shards, merged (papers/slurm)"
+# A single-node cluster started and stopped by the script; the dev build `cargo test` made.
+ALLOCLAB="${CARGO_TARGET_DIR:-target}/debug/alloclab" papers/slurm/test-local-cluster.sh
 
 step "liballoclab.so: the release build under the preload tests"
 # `cargo test` above ran them on the dev build (debug assertions on); this is the library

@@ -22,7 +22,7 @@ fn std_collections_run_on_the_heap() {
         tree.insert(k.clone(), v.iter().sum::<u64>());
     }
     assert_eq!(tree.len(), 3000);
-    assert_eq!(tree.values().sum::<u64>(), (0..20_000u64).sum());
+    assert_eq!(tree.values().sum::<u64>(), (0..20_000u64).sum::<u64>());
     let set: HashSet<Box<[u8]>> = (0..5000usize)
         .map(|i| vec![i as u8; i % 700].into_boxed_slice())
         .collect();

@@ -6,7 +6,7 @@ mod trace_support;
 
 use alloclab::configs::{Lifo, NAMES};
 use alloclab::generate::{Lifetimes, Params};
-use alloclab::replay::{self, HeapStats, Options, ReplayAllocator, ReplayError, TOUCH_BYTE};
+use alloclab::replay::{self, HeapStats, Options, ReplayError, Subject, TOUCH_BYTE};
 use alloclab::size_class::{classify, SizeClass, NBINS};
 use alloclab::trace::{Func, Trace, NO_SLOT, VALLOC_ALIGN};
 use alloclab::Heap;
@@ -84,7 +84,7 @@ impl Recorder {
     }
 }
 
-impl ReplayAllocator for Recorder {
+impl Subject for Recorder {
     fn name(&self) -> String {
         "recorder".into()
     }
@@ -143,7 +143,7 @@ impl ReplayAllocator for Recorder {
         unsafe { self.heap.free(ptr) }
     }
     fn stats(&self) -> HeapStats {
-        ReplayAllocator::stats(&self.heap)
+        Subject::stats(&self.heap)
     }
     fn check(&self) -> Result<(), String> {
         let log = self.log.lock().unwrap();

@@ -1,4 +1,4 @@
-//! alloc+free pairs at a few sizes, each named config against the system allocator.
+//! malloc+free pairs at a few sizes, each named config against the peers.
 //!
 //! Two shapes per size:
 //! - `pair`: allocate one object and free it, with nothing else live in the heap. For small
@@ -11,7 +11,6 @@
 
 use alloclab_bench::subjects;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use std::alloc::Layout;
 use std::time::Duration;
 
 const SIZES: [usize; 5] = [16, 128, 1024, 8192, 65536];
@@ -24,28 +23,23 @@ fn alloc_free(c: &mut Criterion) {
             .measurement_time(Duration::from_secs(1))
             .sample_size(30);
         for size in SIZES {
-            let layout = Layout::from_size_align(size, 8).unwrap();
             for s in &subjects {
                 let warm: Vec<*mut u8> = if shape == "pair_warm" {
-                    // SAFETY: every pointer comes from `s.alloc(layout)` and is freed once
-                    // with it, below.
-                    (0..64).map(|_| unsafe { s.alloc(layout) }).collect()
+                    (0..64).map(|_| s.malloc(size)).collect()
                 } else {
                     Vec::new()
                 };
-                g.bench_with_input(BenchmarkId::new(s.name(), size), &layout, |b, &layout| {
+                g.bench_with_input(BenchmarkId::new(s.name(), size), &size, |b, &size| {
                     b.iter(|| {
-                        // SAFETY: as above.
-                        unsafe {
-                            let p = s.alloc(layout);
-                            black_box(p);
-                            s.dealloc(p, layout);
-                        }
+                        let p = s.malloc(size);
+                        black_box(p);
+                        // SAFETY: `p` comes from `s.malloc` and is freed once.
+                        unsafe { s.free(p) };
                     })
                 });
                 for p in warm {
-                    // SAFETY: as above.
-                    unsafe { s.dealloc(p, layout) };
+                    // SAFETY: every pointer comes from `s.malloc` above and is freed once.
+                    unsafe { s.free(p) };
                 }
             }
         }

@@ -400,6 +400,7 @@ impl<C: Config> ArenaInner<C> {
                         );
                         self.stats.dirty_pages -= span;
                         self.stats.purged_pages += span as u64;
+                        self.stats.purge_calls += 1;
                     }
                 }
                 // SAFETY: list links of live entries.
@@ -422,7 +423,10 @@ impl<C: Config> ArenaInner<C> {
         map: &PageMap,
     ) -> *mut u8 {
         let run = match C::Reuse::pick(&mut self.bins[idx].policy) {
-            Some(r) => r,
+            Some(r) => {
+                self.bins[idx].stats.picks += 1;
+                r
+            }
             None => match self.new_run(idx, arena, index, map) {
                 Some(r) => r,
                 None => return ptr::null_mut(),
@@ -484,6 +488,7 @@ impl<C: Config> ArenaInner<C> {
         let bin = &mut self.bins[idx];
         bin.stats.runs += 1;
         bin.stats.nonfull_runs += 1;
+        bin.stats.new_runs += 1;
         C::Reuse::insert(&mut bin.policy, run);
         Some(C::Reuse::pick(&mut bin.policy).unwrap_or(run))
     }
@@ -525,6 +530,7 @@ impl<C: Config> ArenaInner<C> {
                     bin.stats.nonfull_runs -= 1;
                 }
                 bin.stats.runs -= 1;
+                bin.stats.runs_released += 1;
                 self.release_pages(chunk, head, info.run_pages as usize);
                 return Ok(());
             } else if free == 1 {

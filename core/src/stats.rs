@@ -25,6 +25,14 @@ pub struct BinStats {
     pub allocations: u64,
     /// Frees since the heap started.
     pub frees: u64,
+    /// Allocations served from a run the run-reuse policy picked among the bin's non-full
+    /// runs (the policy's choice mattered), since the heap started.
+    pub picks: u64,
+    /// Runs made because the policy had no non-full run to offer, since the heap started.
+    pub new_runs: u64,
+    /// Runs that became empty and went back to the arena as free pages, since the heap
+    /// started.
+    pub runs_released: u64,
 }
 
 impl BinStats {
@@ -34,6 +42,9 @@ impl BinStats {
         self.live += o.live;
         self.allocations += o.allocations;
         self.frees += o.frees;
+        self.picks += o.picks;
+        self.new_runs += o.new_runs;
+        self.runs_released += o.runs_released;
     }
 }
 
@@ -58,6 +69,8 @@ pub struct ArenaStats {
     pub purges: u64,
     /// Pages returned to the OS by purging.
     pub purged_pages: u64,
+    /// Calls to the OS that returned pages (one per contiguous dirty span purged).
+    pub purge_calls: u64,
 }
 
 impl ArenaStats {
@@ -71,6 +84,7 @@ impl ArenaStats {
         self.large_frees += o.large_frees;
         self.purges += o.purges;
         self.purged_pages += o.purged_pages;
+        self.purge_calls += o.purge_calls;
     }
 
     /// Small and large allocations served since start.

@@ -11,7 +11,8 @@
 //! `list.rs` is the intrusive run list that `Lifo` and `Mrf` share.
 //!
 //! Arena choice (which arena serves the current thread):
-//! [`Single`], [`ThreadLocal`], [`RoundRobin`], [`PerCpu`], [`Hashed`], one file each.
+//! [`Single`], [`ThreadLocal`], [`RoundRobin`], [`PerCpu`], [`Hashed`], one file each; and
+//! [`LargeResetsShared`], the thread-arenas seed's bug kept as a variant to measure.
 //!
 //! Named configurations combining them are in [`configs`].
 
@@ -25,6 +26,7 @@ mod list;
 mod mrf;
 
 mod hashed;
+mod large_resets_shared;
 mod per_cpu;
 mod round_robin;
 mod single;
@@ -35,6 +37,7 @@ pub mod configs;
 pub use addr_ordered::{AddrOrdered, Treap, TreeLinks};
 pub use current_run::{CurrentBin, CurrentRun};
 pub use hashed::Hashed;
+pub use large_resets_shared::LargeResetsShared;
 pub use lifo::Lifo;
 pub use list::{ListLinks, ListRun, RunList};
 pub use mrf::Mrf;

@@ -1,5 +1,5 @@
 //! Replaying a trace in process against an allocator: alloclab's named configs, and any
-//! [`ReplayAllocator`] (the peers, once they land).
+//! [`Subject`] (the peers, once they land).
 //!
 //! As logalloc-replay does, the replayer keeps its bookkeeping out of the allocator under
 //! test: the decoded calls, the pointer table and the thread schedules live in mmap'd arrays
@@ -17,13 +17,12 @@
 //! One allocator per process: resident sizes are per process, so comparing allocators means
 //! one `alloclab replay` per allocator.
 
-mod allocator;
 pub mod json;
 mod output;
 pub mod rss;
 mod threads;
 
-pub use allocator::{HeapStats, ReplayAllocator};
+pub use crate::subject::{HeapStats, Subject};
 pub use output::{json, write_text, Source};
 pub use rss::RssFigures;
 
@@ -149,7 +148,7 @@ fn to_usize(v: u64) -> usize {
 /// Replays one call. Slots are read and written with relaxed ordering: the single-threaded
 /// replay needs no more, and the threaded one orders calls on a slot through its versions.
 #[inline(always)]
-pub(crate) fn call<A: ReplayAllocator + ?Sized>(
+pub(crate) fn call<A: Subject + ?Sized>(
     a: &A,
     op: &Op,
     slots: &[AtomicUsize],
@@ -199,7 +198,7 @@ pub(crate) fn call<A: ReplayAllocator + ?Sized>(
 }
 
 /// Takes a snapshot without allocating.
-pub(crate) fn snapshot<A: ReplayAllocator + ?Sized>(a: &A, op: u64) -> Snapshot {
+pub(crate) fn snapshot<A: Subject + ?Sized>(a: &A, op: u64) -> Snapshot {
     Snapshot {
         op,
         rss: rss::current(),
@@ -208,11 +207,32 @@ pub(crate) fn snapshot<A: ReplayAllocator + ?Sized>(a: &A, op: u64) -> Snapshot 
 }
 
 /// Replays `trace` against `a`. `a` should be fresh: its figures are reported as the trace's.
-pub fn replay<A: ReplayAllocator>(
+pub fn replay<A: Subject + ?Sized>(
     a: &A,
     trace: &Trace,
     options: Options,
 ) -> Result<Report, ReplayError> {
+    replay_slots(a, trace, options).map(|(report, _)| report)
+}
+
+/// As [`replay`], and also returns what each slot holds at the end (the address of one of the
+/// trace's allocations still live, or 0), so that the caller can check those allocations and
+/// free them after the measured part.
+pub fn replay_keeping_live<A: Subject + ?Sized>(
+    a: &A,
+    trace: &Trace,
+    options: Options,
+) -> Result<(Report, Vec<usize>), ReplayError> {
+    let (report, slots) = replay_slots(a, trace, options)?;
+    let live = slots.iter().map(|s| s.load(Ordering::Relaxed)).collect();
+    Ok((report, live))
+}
+
+fn replay_slots<A: Subject + ?Sized>(
+    a: &A,
+    trace: &Trace,
+    options: Options,
+) -> Result<(Report, Slots), ReplayError> {
     let counts = trace.counts();
     let stats_lines = counts[Func::JemallocStats.index()] as usize;
     let slots: Slots = MappedVec::zeroed(trace.slots as usize, true);
@@ -223,7 +243,7 @@ pub fn replay<A: ReplayAllocator>(
     };
     let heap = a.stats();
     let check = a.check();
-    Ok(Report {
+    let report = Report {
         allocator: a.name(),
         describe: a.describe(),
         options,
@@ -236,7 +256,8 @@ pub fn replay<A: ReplayAllocator>(
         heap,
         snapshots: run.snapshots,
         check,
-    })
+    };
+    Ok((report, slots))
 }
 
 /// What a replay loop hands back.
@@ -269,7 +290,7 @@ pub(crate) fn stop_measuring(baseline: Option<usize>, reset: bool) -> RssFigures
 
 // Out of line so that profiles show the replay loop as one function.
 #[inline(never)]
-fn run_single<A: ReplayAllocator>(
+fn run_single<A: Subject + ?Sized>(
     a: &A,
     trace: &Trace,
     slots: &Slots,

@@ -10,8 +10,8 @@
 //! allocation on another thread). Waiting spins briefly, then sleeps on a futex.
 
 use super::{
-    call, snapshot, start_measuring, stop_measuring, Outcome, ReplayAllocator, ReplayError, Run,
-    Slots, Snapshot,
+    call, snapshot, start_measuring, stop_measuring, Outcome, ReplayError, Run, Slots, Snapshot,
+    Subject,
 };
 use crate::trace::mapped::MappedVec;
 use crate::trace::{Op, Trace, NO_SLOT};
@@ -106,7 +106,7 @@ struct Worker {
 }
 
 /// Replays `trace` with one thread per recorded thread.
-pub(crate) fn run<A: ReplayAllocator>(
+pub(crate) fn run<A: Subject + ?Sized>(
     a: &A,
     trace: &Trace,
     slots: &Slots,

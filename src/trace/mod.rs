@@ -240,6 +240,48 @@ impl Trace {
         &self.ops
     }
 
+    /// The trace's first `len` calls (all of them if it has fewer), as a trace of its own:
+    /// a shorter replay of the same program (`compare`'s workloads scale traces this way).
+    pub fn prefix(&self, len: usize) -> Trace {
+        let len = len.min(self.ops.len());
+        let mut ops = MappedVec::zeroed(len, false);
+        ops.copy_from_slice(&self.ops[..len]);
+        let mut live = vec![false; self.slots as usize];
+        let mut live_at_end = 0u64;
+        for op in ops.iter() {
+            let mut kill = |slot: u32| {
+                if slot != NO_SLOT && std::mem::replace(&mut live[slot as usize], false) {
+                    live_at_end -= 1;
+                }
+            };
+            match op.func {
+                Func::JemallocStats => continue,
+                Func::Free => {
+                    kill(op.slot);
+                    continue;
+                }
+                Func::Realloc => kill(op.old),
+                _ => {}
+            }
+            if op.slot != NO_SLOT && !std::mem::replace(&mut live[op.slot as usize], true) {
+                live_at_end += 1;
+            }
+        }
+        Trace {
+            ops,
+            pid: self.pid,
+            pids: self.pids.clone(),
+            threads: self.threads.clone(),
+            slots: self.slots,
+            form: self.form,
+            lines: self.lines,
+            failed_in_recording: self.failed_in_recording,
+            skipped: self.skipped,
+            skipped_examples: self.skipped_examples.clone(),
+            live_at_end,
+        }
+    }
+
     /// Calls per function, indexed by [`Func::index`].
     pub fn counts(&self) -> [u64; Func::ALL.len()] {
         let mut counts = [0u64; Func::ALL.len()];

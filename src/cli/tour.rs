@@ -5,8 +5,9 @@
 //! objects are built up and torn down together, while a few objects from each burst live on
 //! (replacing older long-lived ones at random), so that runs are left partly used.
 
-use alloclab::rng::SplitMix64;
-use alloclab::{for_each_config, Config, Heap, Stats};
+use crate::measure::subjects::{SubjectEntry, SubjectKind};
+use crate::rng::SplitMix64;
+use crate::subject::{HeapStats, Subject};
 use std::time::{Duration, Instant};
 
 /// Options of the tour.
@@ -28,7 +29,7 @@ pub struct TourArgs {
 
 const BURST_SIZES: [usize; 12] = [16, 24, 32, 48, 64, 96, 128, 200, 256, 512, 1024, 3000];
 
-fn worker<C: Config>(heap: &Heap<C>, args: &TourArgs, thread: usize) -> Vec<(usize, usize)> {
+fn worker(heap: &dyn Subject, args: &TourArgs, thread: usize) -> Vec<(usize, usize)> {
     let mut rng = SplitMix64::new(args.seed.wrapping_mul(1000).wrapping_add(thread as u64));
     let mut keep: Vec<(usize, usize)> = Vec::with_capacity(args.keep);
     let mut burst: Vec<(usize, usize)> = Vec::with_capacity(4096);
@@ -76,17 +77,13 @@ fn worker<C: Config>(heap: &Heap<C>, args: &TourArgs, thread: usize) -> Vec<(usi
 
 /// Runs the workload on a fresh heap; returns the time and the statistics with the long-lived
 /// objects still live.
-pub fn run<C: Config>(args: &TourArgs) -> (Duration, Stats) {
-    let heap = Heap::<C>::new();
+pub fn run(entry: &SubjectEntry, args: &TourArgs) -> (Duration, HeapStats) {
+    let boxed = (entry.make)();
+    let heap: &dyn Subject = &*boxed;
     let start = Instant::now();
     let kept: Vec<Vec<(usize, usize)>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..args.threads)
-            .map(|t| {
-                s.spawn({
-                    let heap = &heap;
-                    move || worker(heap, args, t)
-                })
-            })
+            .map(|t| s.spawn(move || worker(heap, args, t)))
             .collect();
         handles
             .into_iter()
@@ -95,7 +92,7 @@ pub fn run<C: Config>(args: &TourArgs) -> (Duration, Stats) {
     });
     let elapsed = start.elapsed();
     let stats = heap.stats();
-    if let Err(v) = heap.check_invariants() {
+    if let Err(v) = heap.check() {
         panic!("{}: invariant broken after the tour: {v}", heap.describe());
     }
     for (p, _) in kept.into_iter().flatten() {
@@ -105,12 +102,14 @@ pub fn run<C: Config>(args: &TourArgs) -> (Duration, Stats) {
     (elapsed, stats)
 }
 
-fn mib(b: usize) -> String {
-    format!("{:.2}", b as f64 / (1024.0 * 1024.0))
+fn mib(b: Option<usize>) -> String {
+    b.map_or("-".to_string(), |b| {
+        format!("{:.2}", b as f64 / (1024.0 * 1024.0))
+    })
 }
 
-/// The `tour` command.
-pub fn main(args: &TourArgs) {
+/// The `tour` command: every alloclab config of `entries` (built-in and registered).
+pub fn main(entries: &[SubjectEntry], args: &TourArgs) {
     println!(
         "alloclab tour: {} threads x {} bursts, {} long-lived objects per thread, seed {}",
         args.threads, args.rounds, args.keep, args.seed
@@ -120,13 +119,11 @@ pub fn main(args: &TourArgs) {
          frag % = 1 - allocated / active; docs/ARCHITECTURE.md, \"Statistics\", defines each \
          column)\n"
     );
-    let results = for_each_config!(run(args));
-    let names = alloclab::configs::NAMES;
     println!(
         "{:<14} {:>9} {:>11} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8}",
         "config",
         "time ms",
-        "allocs",
+        "small allocs",
         "allocated",
         "active",
         "mapped",
@@ -136,23 +133,33 @@ pub fn main(args: &TourArgs) {
         "runs",
         "nonfull"
     );
-    for (name, (t, st)) in names.iter().zip(results.iter()) {
-        let runs: usize = st.bins.iter().map(|b| b.runs).sum();
-        let nonfull: usize = st.bins.iter().map(|b| b.nonfull_runs).sum();
+    let configs = entries.iter().filter(|e| e.kind == SubjectKind::Alloclab);
+    for entry in configs {
+        let (t, st) = run(entry, args);
+        let bins = st.bins.as_ref();
+        let sum = |f: fn(&crate::BinStats) -> u64| {
+            bins.map_or("-".to_string(), |b| {
+                b.iter().map(f).sum::<u64>().to_string()
+            })
+        };
         println!(
-            "{:<14} {:>9.1} {:>11} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7.1} {:>7} {:>8}",
-            name,
+            "{:<14} {:>9.1} {:>11} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8}",
+            entry.name,
             t.as_secs_f64() * 1e3,
-            st.allocations(),
+            sum(|b| b.allocations),
             mib(st.allocated),
             mib(st.active),
             mib(st.mapped),
-            mib(st.resident),
+            mib(st.resident_estimate),
             mib(st.dirty),
-            st.fragmentation() * 100.0,
-            runs,
-            nonfull
+            st.fragmentation()
+                .map_or("-".to_string(), |f| format!("{:.1}", f * 100.0)),
+            sum(|b| b.runs as u64),
+            sum(|b| b.nonfull_runs as u64)
         );
     }
-    println!("\nTimes are one run each on a shared machine: for comparisons with confidence intervals use the benchmarks.");
+    for entry in entries.iter().filter(|e| e.kind == SubjectKind::Alloclab) {
+        println!("  {}: {}", entry.name, (entry.make)().describe());
+    }
+    println!("\nTimes are one run each on a shared machine: for comparisons with confidence intervals use `alloclab compare`.");
 }

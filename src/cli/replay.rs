@@ -1,9 +1,9 @@
 //! `alloclab replay`: replays an allocation trace in process against one named config and
 //! reports time, calls per second, resident sizes and the heap's statistics.
 
-use alloclab::replay::{self, Options, Source};
-use alloclab::trace::{self, bundled, ParseOptions, Pid, Trace, TraceError};
-use clap::builder::PossibleValuesParser;
+use crate::measure::subjects::SubjectEntry;
+use crate::replay::{self, Options, Source};
+use crate::trace::{self, bundled, ParseOptions, Pid, Trace, TraceError};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,8 +14,9 @@ pub struct ReplayArgs {
     /// The trace: a raw or munged logalloc log, plain, gzip or zstd; `-` reads standard input.
     /// Without it, the bundled trace (see traces/README.md).
     pub trace: Option<PathBuf>,
-    /// The named config to replay against (one per process: resident sizes are per process).
-    #[arg(long, default_value = "lifo", value_parser = PossibleValuesParser::new(alloclab::configs::NAMES))]
+    /// The allocator to replay against: a named config, a peer (system, jemalloc, ...) or a
+    /// registered config (one per process: resident sizes are per process).
+    #[arg(long, default_value = "lifo")]
     pub config: String,
     /// Write the requested bytes of every allocation ("touch"); the default leaves memory
     /// untouched ("no touch"), as logalloc-replay.
@@ -65,8 +66,17 @@ fn load(
     }
 }
 
-/// The `replay` command.
-pub fn main(args: &ReplayArgs) -> ExitCode {
+/// The `replay` command, choosing `--config` among `entries`.
+pub fn main(entries: &[SubjectEntry], args: &ReplayArgs) -> ExitCode {
+    let Some(entry) = entries.iter().find(|e| e.name == args.config) else {
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        eprintln!(
+            "alloclab replay: unknown config `{}` (known: {})",
+            args.config,
+            names.join(", ")
+        );
+        return ExitCode::from(2);
+    };
     let options = ParseOptions {
         pid: args.pid.map_or(Pid::First, Pid::Is),
         skip_bad: args.skip_bad,
@@ -106,8 +116,12 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
         touch: args.touch,
         threads: args.threads,
     };
-    let report = match replay::replay_named(&args.config, &trace, replay_options) {
-        Ok(r) => r,
+    let subject = (entry.make)();
+    let report = match replay::replay(&*subject, &trace, replay_options) {
+        Ok(mut r) => {
+            r.allocator = entry.name.clone();
+            r
+        }
         Err(e) => {
             eprintln!("alloclab replay: {e}");
             return ExitCode::FAILURE;

@@ -1,15 +1,16 @@
-//! The allocator under replay: a small interface (the calls a trace makes, plus statistics)
-//! that alloclab's heaps implement here and that peers (glibc, jemalloc, mimalloc, ...) can
-//! implement to be replayed the same way.
+//! The allocator under test: one interface (the C allocation calls plus the allocator's own
+//! figures) that alloclab's heaps implement here and that the peers (glibc, jemalloc,
+//! mimalloc, snmalloc, rpmalloc; `measure::peers`) implement too. Replay, `compare`'s
+//! workloads, the criterion benchmarks and the papers all drive allocators through it.
 
 use alloclab_core::size_class::NBINS;
 use alloclab_core::{BinStats, Config, Heap};
 
-/// An allocator that traces can be replayed against.
+/// An allocator under test: replayed, benchmarked and compared through these calls.
 ///
-/// The replayer hands back to `free` and `realloc` only pointers this allocator returned and
+/// Callers hand back to `free` and `realloc` only pointers this allocator returned and
 /// has not freed, each at most once; it never calls through a null pointer it got back.
-pub trait ReplayAllocator: Sync {
+pub trait Subject: Sync {
     /// A short name for reports.
     fn name(&self) -> String;
     /// What it is, in more detail (policies, options, version).
@@ -57,6 +58,26 @@ pub struct HeapStats {
     pub resident_estimate: Option<usize>,
     /// alloclab's per-bin counters, indexed like `size_class::class_size`.
     pub bins: Option<[BinStats; NBINS]>,
+    /// Policy counters since the allocator started (alloclab heaps; see [`PolicyCounters`]).
+    pub policy: Option<PolicyCounters>,
+}
+
+/// What the run-reuse and purge policies did since the heap started (exact counts, kept
+/// under the arena lock the engine holds anyway).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PolicyCounters {
+    /// Small allocations served from a run the run-reuse policy picked.
+    pub picks: u64,
+    /// Runs made because the policy had no non-full run to offer.
+    pub new_runs: u64,
+    /// Runs that became empty and went back to the arena.
+    pub runs_released: u64,
+    /// Purge passes (an arena holding too many dirty pages).
+    pub purge_passes: u64,
+    /// Calls returning pages to the OS (one per contiguous dirty span).
+    pub purges: u64,
+    /// Bytes returned to the OS by purging.
+    pub purged_bytes: u64,
 }
 
 impl HeapStats {
@@ -73,8 +94,8 @@ impl HeapStats {
 // The calls are kept out of line: a program calls `malloc` through a function call, and so
 // does the replay of a peer through its C entry points, so every allocator pays the same call
 // cost; and profilers then see the allocator's cost apart from the replayer's
-// (`callgrind_annotate --inclusive=yes`: the `ReplayAllocator` methods against `run_single`).
-impl<C: Config> ReplayAllocator for Heap<C> {
+// (`callgrind_annotate --inclusive=yes`: the `Subject` methods against `run_single`).
+impl<C: Config> Subject for Heap<C> {
     fn name(&self) -> String {
         C::NAME.to_string()
     }
@@ -120,6 +141,14 @@ impl<C: Config> ReplayAllocator for Heap<C> {
             metadata: Some(s.metadata),
             resident_estimate: Some(s.resident),
             bins: Some(s.bins),
+            policy: Some(PolicyCounters {
+                picks: s.bins.iter().map(|b| b.picks).sum(),
+                new_runs: s.bins.iter().map(|b| b.new_runs).sum(),
+                runs_released: s.bins.iter().map(|b| b.runs_released).sum(),
+                purge_passes: s.arena.purges,
+                purges: s.arena.purge_calls,
+                purged_bytes: s.arena.purged_pages * alloclab_core::size_class::PAGE as u64,
+            }),
         }
     }
 

@@ -1,0 +1,25 @@
+//! Records the versions of the crates that build the peer allocators (from Cargo.lock), for
+//! peers whose library reports no version of its own (`measure::peers::versions`).
+
+use std::path::Path;
+
+fn main() {
+    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock");
+    println!("cargo:rerun-if-changed={}", lock.display());
+    let Ok(text) = std::fs::read_to_string(&lock) else {
+        return;
+    };
+    let mut name = None;
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("name = ") {
+            name = Some(n.trim_matches('"').to_string());
+        } else if let Some(v) = line.strip_prefix("version = ") {
+            let var = match name.as_deref() {
+                Some("snmalloc-sys") => "ALLOCLAB_SNMALLOC_SYS_VERSION",
+                Some("rpmalloc-sys") => "ALLOCLAB_RPMALLOC_SYS_VERSION",
+                _ => continue,
+            };
+            println!("cargo:rustc-env={var}={}", v.trim_matches('"'));
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! `alloclab compare`, `report`, `merge` and the hidden measuring child: the command-line side
+//! of `measure::runner`.
+
+use crate::measure::child::{self, ChildArgs};
+use crate::measure::runner::{self, RunOptions, Shard};
+use crate::measure::schema::Results;
+use crate::measure::subjects::SubjectEntry;
+use crate::measure::workloads::{self, Workload};
+use crate::measure::{env, merge, peers, pilot, programs, report};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The workloads of `--quick`: one trace replay each way, the thread-arena pattern of the
+/// 1436541 seed, a larson-like server loop and producer/consumer frees (chosen so that the
+/// whole quick run, every subject included, stays within about three minutes on two cores).
+pub const QUICK_WORKLOADS: &[&str] = &[
+    "replay-python3-stdlib-notouch",
+    "replay-python3-stdlib-touch",
+    "thread-arena",
+    "larson",
+    "producer-consumer",
+];
+/// The thread counts of `--quick`.
+pub const QUICK_THREADS: &[usize] = &[1, 2];
+/// The amount of work of `--quick`, relative to the full workloads.
+pub const QUICK_SCALE: f64 = 0.1;
+/// Measured rounds of `--quick`.
+pub const QUICK_REPS: usize = 7;
+/// Measured rounds of a full run: enough for a bootstrap interval and a rank test to separate
+/// differences of a few percent on a quiet machine (`--pilot` says how many a target needs).
+pub const FULL_REPS: usize = 10;
+
+fn thread_count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}`: a thread count is a whole number from 1 to 1024"
+        )),
+    }
+}
+
+/// Options of `alloclab compare`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// The CI-sized grid (every subject, five workloads at a tenth of the work, 7 rounds, threads
+    /// 1 and 2): a few minutes on two cores.
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory for results.json, report.md, results.csv, the charts (and table.tex).
+    #[arg(long, default_value = "compare-out")]
+    pub out: PathBuf,
+    /// Subjects, comma separated (default: every alloclab config, registered config and peer).
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pub subjects: Option<Vec<String>>,
+    /// Workloads, comma separated (default: all; with --quick a small set).
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pub workloads: Option<Vec<String>>,
+    /// Measured rounds (process invocations per cell), after the warm-up.
+    #[arg(long)]
+    pub reps: Option<usize>,
+    /// Warm-up rounds, run first and left out of the analysis.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// The subject every other is compared with.
+    #[arg(long, default_value = "system")]
+    pub baseline: String,
+    /// Thread counts for threaded workloads, comma separated (default 1,2,4,8; quick 1,2).
+    #[arg(long, value_delimiter = ',', num_args = 1.., value_parser = thread_count)]
+    pub threads: Option<Vec<usize>>,
+    /// Seed of the shuffled order, the environment paddings and the workloads (default: from
+    /// the clock; always recorded in results.json).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Amount of work relative to the full workloads (default 1; quick 0.1).
+    #[arg(long)]
+    pub scale: Option<f64>,
+    /// Also write table.tex, a LaTeX table per workload.
+    #[arg(long)]
+    pub latex: bool,
+    /// Count instructions, data reads and writes and cache misses per operation under
+    /// valgrind's callgrind (slow: about 50 times).
+    #[arg(long)]
+    pub instructions: bool,
+    /// Pilot mode: measure the variance between invocations and between iterations inside one
+    /// and say how many of each a target precision needs (writes pilot.md).
+    #[arg(long)]
+    pub pilot: bool,
+    /// Iterations inside each process in pilot mode.
+    #[arg(long, default_value_t = 5)]
+    pub pilot_iterations: usize,
+    /// The confidence interval's target half-width in pilot mode, relative to the median.
+    #[arg(long, default_value_t = 0.02)]
+    pub pilot_target: f64,
+    /// Run a deterministic slice i/n of the schedule (combine the parts with `alloclab merge`).
+    #[arg(long)]
+    pub shard: Option<Shard>,
+    /// Measure installed programs (python3, lua5.4, sqlite3, perl) under LD_PRELOAD of Debian's
+    /// allocators and liballoclab.so instead of the built-in workloads.
+    #[arg(long)]
+    pub programs: bool,
+    /// Kill a measurement after this many seconds (recorded as a failure).
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// No progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// Options of `alloclab report`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// A directory holding results.json (from compare, merge or paper).
+    pub dir: PathBuf,
+    /// Also write table.tex.
+    #[arg(long)]
+    pub latex: bool,
+}
+
+/// Options of `alloclab merge`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// Directories of `compare --shard` runs, each holding results.json.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where the merged results and reports go.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Also write table.tex.
+    #[arg(long)]
+    pub latex: bool,
+}
+
+fn fail(cmd: &str, e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("alloclab {cmd}: {e}");
+    ExitCode::FAILURE
+}
+
+pub fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+}
+
+/// Every workload: the built-in ones.
+pub fn all_workloads() -> Vec<Box<dyn Workload>> {
+    workloads::all()
+}
+
+/// The run `args` asks for.
+pub fn options(
+    entries: &[SubjectEntry],
+    workloads: &[Box<dyn Workload>],
+    args: &CompareArgs,
+) -> Result<RunOptions, String> {
+    let subjects = args
+        .subjects
+        .clone()
+        .unwrap_or_else(|| entries.iter().map(|e| e.name.clone()).collect());
+    let workload_names = match (&args.workloads, args.quick) {
+        (Some(w), _) => w.clone(),
+        (None, true) => QUICK_WORKLOADS.iter().map(|s| s.to_string()).collect(),
+        (None, false) => workloads.iter().map(|w| w.name().to_string()).collect(),
+    };
+    let threads = args.threads.clone().unwrap_or_else(|| {
+        if args.quick {
+            QUICK_THREADS.to_vec()
+        } else {
+            vec![1, 2, 4, 8]
+        }
+    });
+    let scale = args
+        .scale
+        .unwrap_or(if args.quick { QUICK_SCALE } else { 1.0 });
+    if !(scale > 0.0 && scale.is_finite()) {
+        return Err(format!("--scale {scale}: must be positive"));
+    }
+    let reps = args
+        .reps
+        .unwrap_or(if args.quick { QUICK_REPS } else { FULL_REPS });
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find the running binary to re-execute: {e}"))?;
+    let opts = RunOptions {
+        subjects,
+        workloads: workload_names,
+        threads,
+        reps,
+        warmup: args.warmup,
+        baseline: args.baseline.clone(),
+        seed: args.seed.unwrap_or_else(clock_seed),
+        scale,
+        quick: args.quick,
+        instructions: args.instructions,
+        shard: args.shard,
+        iterations: if args.pilot {
+            args.pilot_iterations.max(3)
+        } else {
+            1
+        },
+        exe,
+        timeout: Duration::from_secs(args.timeout.max(1)),
+        progress: !args.no_progress,
+        scratch: args.out.join("callgrind"),
+    };
+    runner::validate(&opts, entries, workloads)?;
+    if !opts.subjects.contains(&args.baseline) {
+        return Err(format!(
+            "the baseline `{}` is not among the subjects ({}); name it in --subjects or pick \
+             another with --baseline",
+            args.baseline,
+            opts.subjects.join(", ")
+        ));
+    }
+    Ok(opts)
+}
+
+/// Writes results.json and every report into `dir`; prints what was written.
+pub fn write_outputs(results: &Results, dir: &Path, latex: bool) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let json = dir.join("results.json");
+    results
+        .write(&json)
+        .map_err(|e| format!("{}: {e}", json.display()))?;
+    let written = report::write_all(results, dir, &report::ReportOptions { latex })
+        .map_err(|e| format!("{}: writing the reports: {e}", dir.display()))?;
+    eprintln!("wrote {}", json.display());
+    for p in written {
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(())
+}
+
+/// The `compare` command.
+pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
+    if args.programs {
+        return match programs::run_programs(entries, args_to_programs(args)) {
+            Ok(results) => match write_outputs(&results, &args.out, args.latex) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail("compare", e),
+            },
+            Err(e) => fail("compare", e),
+        };
+    }
+    let workloads = all_workloads();
+    let opts = match options(entries, &workloads, args) {
+        Ok(o) => o,
+        Err(e) => return fail("compare", e),
+    };
+    let environment = env::capture(std::env::args().collect(), peers::versions());
+    let run = match runner::run(&opts, &workloads, environment) {
+        Ok(r) => r,
+        Err(e) => return fail("compare", e),
+    };
+    if args.pilot {
+        let advice = pilot::advise(&run, args.pilot_target);
+        if let Err(e) = std::fs::create_dir_all(&args.out)
+            .and_then(|()| std::fs::write(args.out.join("pilot.md"), &advice))
+        {
+            return fail("compare", format!("{}: {e}", args.out.display()));
+        }
+        print!("{advice}");
+    }
+    if let Err(e) = write_outputs(&run.results, &args.out, args.latex) {
+        return fail("compare", e);
+    }
+    if !run.results.failures.is_empty() {
+        eprintln!(
+            "alloclab compare: {} measurement(s) failed (listed in report.md)",
+            run.results.failures.len()
+        );
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+fn args_to_programs(args: &CompareArgs) -> programs::ProgramOptions {
+    programs::ProgramOptions {
+        reps: args.reps.unwrap_or(if args.quick { 2 } else { 5 }),
+        seed: args.seed.unwrap_or_else(clock_seed),
+        subjects: args.subjects.clone(),
+        baseline: args.baseline.clone(),
+        quick: args.quick,
+        progress: !args.no_progress,
+    }
+}
+
+/// The `report` command.
+pub fn report(args: &ReportArgs) -> ExitCode {
+    let path = args.dir.join("results.json");
+    let results = match Results::read(&path) {
+        Ok(r) => r,
+        Err(e) => return fail("report", e),
+    };
+    match report::write_all(
+        &results,
+        &args.dir,
+        &report::ReportOptions { latex: args.latex },
+    ) {
+        Ok(written) => {
+            for p in written {
+                eprintln!("wrote {}", p.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail("report", format!("{}: {e}", args.dir.display())),
+    }
+}
+
+/// The `merge` command.
+pub fn merge(args: &MergeArgs) -> ExitCode {
+    let mut parts = Vec::new();
+    for dir in &args.dirs {
+        match Results::read(&dir.join("results.json")) {
+            Ok(r) => parts.push(r),
+            Err(e) => return fail("merge", e),
+        }
+    }
+    let merged = match merge::merge(parts) {
+        Ok(m) => m,
+        Err(e) => return fail("merge", e),
+    };
+    match write_outputs(&merged, &args.out, args.latex) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail("merge", e),
+    }
+}
+
+/// The hidden measuring child.
+pub fn child(entries: &[SubjectEntry], args: &ChildArgs) -> ExitCode {
+    match child::run_child(entries, &all_workloads(), args) {
+        Ok(report) => match serde_json::to_string(&report) {
+            Ok(line) => {
+                println!("{line}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(child::CHILD_COMMAND, e),
+        },
+        Err(e) => fail(child::CHILD_COMMAND, e),
+    }
+}

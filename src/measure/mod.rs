@@ -1,0 +1,34 @@
+//! # Measurement: subjects, workloads, statistics, reports
+//!
+//! The layer above the facade's engine, traces and replay, below the command line
+//! (`crate::cli`) and the studies (`crate::papers`). It owns:
+//!
+//! - `subjects`: the catalogue of allocators under test (alloclab configs and the peers),
+//!   each a [`crate::subject::Subject`] made fresh in the measuring process;
+//! - `peers`: glibc, jemalloc, mimalloc, snmalloc and rpmalloc through their own prefixed
+//!   entry points (never as the global allocator);
+//! - `workloads`: fixed amounts of allocation work, each checking its own results;
+//! - `schema`: the versioned record of every measurement (`results.json`);
+//! - `stats`: medians, bootstrap intervals, rank tests, multiple-comparison correction,
+//!   minimum detectable effects, pilot advice;
+//! - `analysis`: per workload, thread count and metric, every subject against the baseline;
+//! - `runner`: one child process per measurement, shuffled rounds, shards;
+//! - `report`: `report.md`, `results.csv`, SVG charts and LaTeX tables from `results.json`;
+//! - `merge`: shards of one grid combined into the unsharded result.
+
+pub mod analysis;
+pub mod child;
+pub mod env;
+pub mod merge;
+pub mod peers;
+pub mod pilot;
+pub mod programs;
+pub mod report;
+pub mod runner;
+pub mod sampler;
+pub mod schema;
+pub mod stats;
+pub mod subjects;
+#[cfg(test)]
+mod test_fixture;
+pub mod workloads;

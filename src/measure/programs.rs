@@ -1,0 +1,347 @@
+//! `compare --programs`: unmodified installed programs (python3, lua5.4, sqlite3, perl) under
+//! `LD_PRELOAD` of Debian's jemalloc, mimalloc and tcmalloc and of liballoclab.so under each
+//! named config, against glibc's malloc (no preload). Wall time is the parent's clock around
+//! the process; user and system time and peak resident size come from `wait4`. Each run's
+//! output must equal the glibc run's, else the measurement is a failure.
+
+use super::child::{describe_status, exited_zero, max_rss_bytes, tail, timeval, wait_with_rusage};
+use super::runner::{schedule, Shard};
+use super::schema::{Failure, Measurement, Metrics, Plan, Results, SCHEMA_VERSION};
+use super::subjects::{SubjectEntry, SubjectKind};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where Debian installs its allocators' shared libraries.
+const LIB_DIR: &str = "/usr/lib/x86_64-linux-gnu";
+
+/// How to run `--programs`.
+#[derive(Clone, Debug)]
+pub struct ProgramOptions {
+    /// Measured rounds.
+    pub reps: usize,
+    /// Seed of the shuffles and paddings.
+    pub seed: u64,
+    /// Subjects to keep (default: every one found).
+    pub subjects: Option<Vec<String>>,
+    /// The subject ratios are taken against.
+    pub baseline: String,
+    /// Whether this is the quick variant (smaller inputs).
+    pub quick: bool,
+    /// Show a progress bar.
+    pub progress: bool,
+}
+
+/// One allocator for a program: a library to preload (none for glibc) and its environment.
+#[derive(Clone, Debug)]
+struct Preload {
+    name: String,
+    describe: String,
+    library: Option<PathBuf>,
+    env: Vec<(String, String)>,
+}
+
+/// One program run: what to start and what it is fed.
+struct Program {
+    name: &'static str,
+    binary: &'static str,
+    args: Vec<String>,
+    env: Vec<(&'static str, &'static str)>,
+}
+
+fn programs(quick: bool) -> Vec<Program> {
+    let n = if quick { 20_000 } else { 200_000 };
+    vec![
+        Program {
+            name: "python3",
+            binary: "/usr/bin/python3",
+            args: vec![
+                "-s".into(),
+                "-B".into(),
+                "-c".into(),
+                format!(
+                    "d={{}}\nfor i in range({n}):\n    d[str(i)]=[i]*(i%7)\n    \
+                     if i%3==0: d.pop(str(i//2),None)\nprint(len(d), sum(len(v) for v in d.values()))"
+                ),
+            ],
+            // Python's own small-object allocator would hide the malloc under test.
+            env: vec![("PYTHONMALLOC", "malloc")],
+        },
+        Program {
+            name: "lua5.4",
+            binary: "/usr/bin/lua5.4",
+            args: vec![
+                "-e".into(),
+                format!(
+                    "local t={{}} for i=1,{n} do t[i]=string.rep('x',i%97)..i \
+                     if i%3==0 then t[i//2]=nil end end local c=0 for _ in pairs(t) do c=c+1 end print(c)"
+                ),
+            ],
+            env: vec![],
+        },
+        Program {
+            name: "sqlite3",
+            binary: "/usr/bin/sqlite3",
+            args: vec![
+                ":memory:".into(),
+                format!(
+                    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<{n}) \
+                     SELECT count(*), sum(length(printf('%0*d', x%200, x))) FROM c;"
+                ),
+            ],
+            env: vec![],
+        },
+        Program {
+            name: "perl",
+            binary: "/usr/bin/perl",
+            args: vec![
+                "-e".into(),
+                format!(
+                    "my %h; for my $i (1..{n}) {{ $h{{$i}} = 'y' x ($i % 89); \
+                     delete $h{{int($i/2)}} if $i % 3 == 0 }} print scalar(keys %h), \"\\n\";"
+                ),
+            ],
+            env: vec![],
+        },
+    ]
+}
+
+/// liballoclab.so: next to the running binary (target/release/ when built with
+/// `cargo build --release -p alloclab-preload`), or named by `ALLOCLAB_SO`.
+fn liballoclab() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("ALLOCLAB_SO") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        dir.join("liballoclab.so"),
+        dir.join("../release/liballoclab.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+}
+
+fn preloads(entries: &[SubjectEntry]) -> Vec<Preload> {
+    let mut out = vec![Preload {
+        name: "system".into(),
+        describe: "glibc malloc (no preload)".into(),
+        library: None,
+        env: vec![],
+    }];
+    for (name, file) in [
+        ("jemalloc", "libjemalloc.so.2"),
+        ("mimalloc", "libmimalloc.so.2"),
+        ("tcmalloc", "libtcmalloc_minimal.so.4"),
+    ] {
+        let path = Path::new(LIB_DIR).join(file);
+        if path.exists() {
+            out.push(Preload {
+                name: name.into(),
+                describe: format!("Debian's {file} (LD_PRELOAD)"),
+                library: Some(path),
+                env: vec![],
+            });
+        }
+    }
+    if let Some(so) = liballoclab() {
+        // Only built-in configs: liballoclab.so knows no registered config.
+        for name in alloclab_policies::configs::NAMES {
+            if entries
+                .iter()
+                .any(|e| e.name == name && e.kind == SubjectKind::Alloclab)
+            {
+                out.push(Preload {
+                    name: name.to_string(),
+                    describe: format!("liballoclab.so, ALLOCLAB_CONF=config:{name}"),
+                    library: Some(so.clone()),
+                    env: vec![("ALLOCLAB_CONF".into(), format!("config:{name}"))],
+                });
+            }
+        }
+    }
+    out
+}
+
+struct Ran {
+    stdout: String,
+    metrics: Metrics,
+}
+
+fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, String> {
+    let mut cmd = Command::new(program.binary);
+    cmd.args(&program.args)
+        .envs(program.env.iter().copied())
+        .envs(preload.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env(super::child::PAD_VARIABLE, "x".repeat(env_pad))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(lib) = &preload.library {
+        cmd.env("LD_PRELOAD", lib);
+    }
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", program.binary))?;
+    let pid = child.id() as libc::pid_t;
+    let mut out = child.stdout.take().expect("piped");
+    let mut err = child.stderr.take().expect("piped");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let waited = wait_with_rusage(pid, Duration::from_secs(300));
+    let wall = start.elapsed().as_secs_f64();
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    drop(child);
+    let (status, usage) = waited?;
+    if !exited_zero(status) {
+        return Err(format!(
+            "{}; stderr: {}",
+            describe_status(status),
+            tail(&stderr, 400)
+        ));
+    }
+    let rss = max_rss_bytes(&usage);
+    Ok(Ran {
+        stdout,
+        metrics: Metrics {
+            wall,
+            user: timeval(usage.ru_utime),
+            sys: timeval(usage.ru_stime),
+            ops: 0,
+            ops_per_sec: 0.0,
+            peak_rss: Some(rss),
+            final_rss: None,
+            max_rss_process: Some(rss),
+            heap: None,
+            instructions: None,
+        },
+    })
+}
+
+/// Runs every program under every preload; results in the same schema as `compare`
+/// (workloads are named `program:NAME`).
+pub fn run_programs(entries: &[SubjectEntry], opts: ProgramOptions) -> Result<Results, String> {
+    let mut preloads = preloads(entries);
+    if let Some(keep) = &opts.subjects {
+        for k in keep {
+            if !preloads.iter().any(|p| &p.name == k) {
+                let names: Vec<&str> = preloads.iter().map(|p| p.name.as_str()).collect();
+                return Err(format!(
+                    "`{k}` cannot be preloaded here (available: {}; liballoclab.so comes from \
+                     `cargo build --release -p alloclab-preload` or ALLOCLAB_SO)",
+                    names.join(", ")
+                ));
+            }
+        }
+        preloads.retain(|p| keep.contains(&p.name));
+    }
+    if !preloads.iter().any(|p| p.name == opts.baseline) {
+        return Err(format!(
+            "the baseline `{}` is not among the preloads",
+            opts.baseline
+        ));
+    }
+    let programs: Vec<Program> = programs(opts.quick)
+        .into_iter()
+        .filter(|p| Path::new(p.binary).exists())
+        .collect();
+    if programs.is_empty() {
+        return Err("none of python3, lua5.4, sqlite3, perl is installed".into());
+    }
+    // The reference output of each program: its glibc run.
+    let mut expected = Vec::new();
+    for p in &programs {
+        let r = run_one(p, &preloads[0], 0).map_err(|e| format!("{} under glibc: {e}", p.name))?;
+        expected.push(r.stdout);
+    }
+    let cells: Vec<(usize, usize)> = (0..programs.len())
+        .flat_map(|p| (0..preloads.len()).map(move |s| (p, s)))
+        .collect();
+    let warmup = 1;
+    let slots = schedule(cells.len(), warmup + opts.reps, opts.seed, None::<Shard>);
+    let bar = if opts.progress {
+        ProgressBar::new(slots.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} (ETA {eta}) {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    let mut measurements = Vec::new();
+    let mut failures = Vec::new();
+    for slot in &slots {
+        let (pi, si) = cells[slot.cell];
+        let (program, preload) = (&programs[pi], &preloads[si]);
+        let workload = format!("program:{}", program.name);
+        bar.set_message(format!("{} under {}", program.name, preload.name));
+        let outcome = run_one(program, preload, slot.env_pad).and_then(|r| {
+            if r.stdout == expected[pi] {
+                Ok(r)
+            } else {
+                Err(format!(
+                    "output differs from the glibc run: {:?} instead of {:?}",
+                    tail(&r.stdout, 200),
+                    tail(&expected[pi], 200)
+                ))
+            }
+        });
+        match outcome {
+            Ok(r) => measurements.push(Measurement {
+                subject: preload.name.clone(),
+                describe: preload.describe.clone(),
+                workload,
+                threads: 1,
+                round: slot.round,
+                warmup: slot.round < warmup,
+                order: slot.order,
+                env_pad: slot.env_pad,
+                metrics: r.metrics,
+            }),
+            Err(reason) => failures.push(Failure {
+                subject: preload.name.clone(),
+                workload,
+                threads: 1,
+                round: slot.round,
+                reason,
+            }),
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(Results {
+        schema_version: SCHEMA_VERSION,
+        environment: super::env::capture(std::env::args().collect(), vec![]),
+        plan: Plan {
+            subjects: preloads.iter().map(|p| p.name.clone()).collect(),
+            workloads: programs
+                .iter()
+                .map(|p| format!("program:{}", p.name))
+                .collect(),
+            threads: vec![1],
+            reps: opts.reps,
+            warmup,
+            baseline: opts.baseline,
+            seed: opts.seed,
+            scale: 1.0,
+            quick: opts.quick,
+            instructions: false,
+            shards: vec![],
+        },
+        measurements,
+        failures,
+    })
+}

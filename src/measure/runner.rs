@@ -1,0 +1,399 @@
+//! The `compare` runner: the grid of (subject × workload × threads) cells, run round after
+//! round, one fresh child process per measurement (`child.rs`).
+//!
+//! As Kalibera and Jones prescribe, the process invocation is the unit of repetition, and
+//! layout is perturbed between invocations: ASLR stays on and each child's environment is
+//! padded by a random number of bytes. Every round runs every cell once, in an order shuffled
+//! per round; the first round(s) are a warm-up that is recorded but left out of the analysis.
+//! All the randomness derives from one recorded seed, so a run's schedule is reproducible and
+//! a shard (`--shard i/n`: every n-th measurement of the canonical schedule) measures exactly
+//! the cells, rounds, positions and paddings the unsharded run would have.
+
+use super::child::{ChildArgs, ChildResult, Spawn};
+use super::schema::{Failure, Measurement, Plan, Results, SCHEMA_VERSION};
+use super::subjects::SubjectEntry;
+use super::workloads::Workload;
+use crate::rng::SplitMix64;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The largest environment padding, in bytes (a page: the stack's offset within a page moves
+/// through every value).
+pub const MAX_ENV_PAD: usize = 4096;
+
+/// A shard: the `index`-th (1-based) of `count` slices of the schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// 1..=count.
+    pub index: usize,
+    /// Slices in all.
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("`{s}`: expected i/n, as 2/5"))?;
+        let parse = |v: &str| {
+            v.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("`{s}`: `{v}` is not a whole number"))
+        };
+        let (index, count) = (parse(i)?, parse(n)?);
+        if count == 0 || index == 0 || index > count {
+            return Err(format!("`{s}`: need 1 <= i <= n"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// A whole `compare` run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Subject names, in report order.
+    pub subjects: Vec<String>,
+    /// Workload names, in report order.
+    pub workloads: Vec<String>,
+    /// Thread counts for threaded workloads.
+    pub threads: Vec<usize>,
+    /// Measured rounds.
+    pub reps: usize,
+    /// Warm-up rounds (run first, recorded, left out of the analysis).
+    pub warmup: usize,
+    /// The subject ratios are taken against.
+    pub baseline: String,
+    /// Seed of the shuffles, the paddings and the workloads.
+    pub seed: u64,
+    /// Amount of work relative to the full workloads.
+    pub scale: f64,
+    /// Whether this is the quick grid.
+    pub quick: bool,
+    /// Count instructions and cache misses under callgrind.
+    pub instructions: bool,
+    /// Run only this slice of the schedule.
+    pub shard: Option<Shard>,
+    /// Runs of the workload inside each process (1 except in pilot mode).
+    pub iterations: usize,
+    /// The binary children run (normally `current_exe()`).
+    pub exe: PathBuf,
+    /// Kill a child after this long.
+    pub timeout: Duration,
+    /// Show a progress bar on standard error.
+    pub progress: bool,
+    /// Scratch directory for callgrind's files.
+    pub scratch: PathBuf,
+}
+
+/// One cell of the grid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cell {
+    /// Subject name.
+    pub subject: String,
+    /// Workload name.
+    pub workload: String,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// One scheduled measurement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// Index into the cells.
+    pub cell: usize,
+    /// Round (warm-up rounds first).
+    pub round: usize,
+    /// Position in the round's shuffled order.
+    pub order: usize,
+    /// Environment padding, bytes.
+    pub env_pad: usize,
+}
+
+/// The cells in canonical order: workloads, then thread counts (one, 1, for workloads that
+/// ignore threads), then subjects.
+pub fn cells(opts: &RunOptions, workloads: &[Box<dyn Workload>]) -> Result<Vec<Cell>, String> {
+    let mut out = Vec::new();
+    for w in &opts.workloads {
+        let workload = workloads
+            .iter()
+            .find(|x| x.name() == w)
+            .ok_or_else(|| format!("unknown workload `{w}`"))?;
+        let threads: Vec<usize> = if workload.threaded() {
+            opts.threads.clone()
+        } else {
+            vec![1]
+        };
+        for &t in &threads {
+            for s in &opts.subjects {
+                out.push(Cell {
+                    subject: s.clone(),
+                    workload: w.clone(),
+                    threads: t,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn mix(seed: u64, a: u64, b: u64) -> u64 {
+    let mut r = SplitMix64::new(seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.rotate_left(32));
+    r.next_u64()
+}
+
+/// The whole schedule, every round, in the order it runs; then cut to the shard.
+pub fn schedule(ncells: usize, rounds: usize, seed: u64, shard: Option<Shard>) -> Vec<Slot> {
+    let mut out = Vec::new();
+    for round in 0..rounds {
+        let mut order: Vec<usize> = (0..ncells).collect();
+        let mut rng = SplitMix64::new(mix(seed, 1, round as u64));
+        // Fisher-Yates.
+        for i in (1..order.len()).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            order.swap(i, j);
+        }
+        for (pos, &cell) in order.iter().enumerate() {
+            let unit = round * ncells + cell;
+            if let Some(s) = shard {
+                if unit % s.count != s.index - 1 {
+                    continue;
+                }
+            }
+            out.push(Slot {
+                cell,
+                round,
+                order: pos,
+                env_pad: (mix(seed, 2, unit as u64) % MAX_ENV_PAD as u64) as usize,
+            });
+        }
+    }
+    out
+}
+
+/// Checks names against what exists, with a clear message.
+pub fn validate(
+    opts: &RunOptions,
+    entries: &[SubjectEntry],
+    workloads: &[Box<dyn Workload>],
+) -> Result<(), String> {
+    for s in &opts.subjects {
+        if !entries.iter().any(|e| &e.name == s) {
+            let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+            return Err(format!(
+                "unknown subject `{s}` (known: {})",
+                names.join(", ")
+            ));
+        }
+    }
+    for w in &opts.workloads {
+        if !workloads.iter().any(|x| x.name() == w) {
+            let names: Vec<&str> = workloads.iter().map(|x| x.name()).collect();
+            return Err(format!(
+                "unknown workload `{w}` (known: {})",
+                names.join(", ")
+            ));
+        }
+    }
+    if opts.subjects.is_empty() || opts.workloads.is_empty() {
+        return Err("nothing to measure: no subjects or no workloads".into());
+    }
+    if opts.reps == 0 {
+        return Err("--reps must be at least 1".into());
+    }
+    if opts.threads.is_empty() || opts.threads.contains(&0) {
+        return Err("--threads needs counts of at least 1".into());
+    }
+    Ok(())
+}
+
+/// The plan as recorded in results.json.
+pub fn plan(opts: &RunOptions) -> Plan {
+    Plan {
+        subjects: opts.subjects.clone(),
+        workloads: opts.workloads.clone(),
+        threads: opts.threads.clone(),
+        reps: opts.reps,
+        warmup: opts.warmup,
+        baseline: opts.baseline.clone(),
+        seed: opts.seed,
+        scale: opts.scale,
+        quick: opts.quick,
+        instructions: opts.instructions,
+        shards: opts.shard.map(|s| vec![s.to_string()]).unwrap_or_default(),
+    }
+}
+
+/// What a run measured, beside the results: each measurement's per-iteration walls (the
+/// pilot's input), in the order of `Results::measurements`.
+pub struct Run {
+    /// results.json's content.
+    pub results: Results,
+    /// Per measurement, the wall time of each iteration inside its process.
+    pub iteration_walls: Vec<Vec<f64>>,
+    /// Per measurement, the parent's clock around the whole process (start-up and set-up
+    /// included).
+    pub process_walls: Vec<f64>,
+}
+
+/// Runs the schedule. Failures are recorded, not fatal: the report lists them.
+pub fn run(
+    opts: &RunOptions,
+    workloads: &[Box<dyn Workload>],
+    environment: super::schema::Environment,
+) -> Result<Run, String> {
+    let cells = cells(opts, workloads)?;
+    let slots = schedule(cells.len(), opts.warmup + opts.reps, opts.seed, opts.shard);
+    let callgrind_dir = if opts.instructions {
+        std::fs::create_dir_all(&opts.scratch)
+            .map_err(|e| format!("{}: {e}", opts.scratch.display()))?;
+        Some(opts.scratch.clone())
+    } else {
+        None
+    };
+    let bar = if opts.progress {
+        ProgressBar::new(slots.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} (ETA {eta}) {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    let mut measurements = Vec::with_capacity(slots.len());
+    let mut walls = Vec::with_capacity(slots.len());
+    let mut process_walls = Vec::with_capacity(slots.len());
+    let mut failures = Vec::new();
+    for slot in &slots {
+        let cell = &cells[slot.cell];
+        let warmup = slot.round < opts.warmup;
+        bar.set_message(format!(
+            "round {}{}: {} on {} x{}",
+            slot.round,
+            if warmup { " (warm-up)" } else { "" },
+            cell.subject,
+            cell.workload,
+            cell.threads
+        ));
+        let spawn = Spawn {
+            exe: opts.exe.clone(),
+            args: ChildArgs {
+                subject: cell.subject.clone(),
+                workload: cell.workload.clone(),
+                threads: cell.threads,
+                scale: opts.scale,
+                seed: opts.seed,
+                iterations: opts.iterations,
+            },
+            env_pad: slot.env_pad,
+            callgrind_dir: callgrind_dir.clone(),
+            timeout: opts.timeout,
+        };
+        let started = std::time::Instant::now();
+        let result = spawn.run();
+        let process_wall = started.elapsed().as_secs_f64();
+        match result {
+            ChildResult::Done(report) => {
+                measurements.push(Measurement {
+                    subject: cell.subject.clone(),
+                    describe: report.describe,
+                    workload: cell.workload.clone(),
+                    threads: cell.threads,
+                    round: slot.round,
+                    warmup,
+                    order: slot.order,
+                    env_pad: slot.env_pad,
+                    metrics: report.metrics,
+                });
+                walls.push(report.iteration_walls);
+                process_walls.push(process_wall);
+            }
+            ChildResult::Failed(reason) => {
+                bar.println(format!(
+                    "failed: {} on {} x{} (round {}): {reason}",
+                    cell.subject, cell.workload, cell.threads, slot.round
+                ));
+                failures.push(Failure {
+                    subject: cell.subject.clone(),
+                    workload: cell.workload.clone(),
+                    threads: cell.threads,
+                    round: slot.round,
+                    reason,
+                });
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(Run {
+        results: Results {
+            schema_version: SCHEMA_VERSION,
+            environment,
+            plan: plan(opts),
+            measurements,
+            failures,
+        },
+        iteration_walls: walls,
+        process_walls,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_reject_nonsense() {
+        assert_eq!(
+            "2/3".parse::<Shard>().unwrap(),
+            Shard { index: 2, count: 3 }
+        );
+        for bad in ["0/3", "4/3", "1/0", "x/2", "3"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rounds_are_shuffled_permutations_reproducible_from_the_seed() {
+        let s = schedule(10, 4, 7, None);
+        assert_eq!(s.len(), 40);
+        for round in 0..4 {
+            let mut cells: Vec<usize> = s
+                .iter()
+                .filter(|x| x.round == round)
+                .map(|x| x.cell)
+                .collect();
+            cells.sort_unstable();
+            assert_eq!(cells, (0..10).collect::<Vec<_>>());
+        }
+        let orders: Vec<Vec<usize>> = (0..4)
+            .map(|r| s.iter().filter(|x| x.round == r).map(|x| x.cell).collect())
+            .collect();
+        assert!(orders.windows(2).any(|w| w[0] != w[1]), "rounds differ");
+        assert_eq!(s, schedule(10, 4, 7, None));
+        assert_ne!(s, schedule(10, 4, 8, None));
+        assert!(s.iter().all(|x| x.env_pad < MAX_ENV_PAD));
+    }
+
+    #[test]
+    fn shards_partition_the_schedule() {
+        let whole = schedule(7, 3, 11, None);
+        let mut parts: Vec<Slot> = (1..=3)
+            .flat_map(|i| schedule(7, 3, 11, Some(Shard { index: i, count: 3 })))
+            .collect();
+        assert_eq!(parts.len(), whole.len());
+        let key = |s: &Slot| (s.round, s.order);
+        parts.sort_by_key(key);
+        let mut sorted = whole.clone();
+        sorted.sort_by_key(key);
+        assert_eq!(parts, sorted);
+    }
+}
