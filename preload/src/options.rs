@@ -6,7 +6,8 @@
 //! table, so an option is added here and nowhere else. Nothing here allocates.
 
 use crate::select::{Arenas, Reuse, Selection};
-use alloclab_core::{Options, MAX_ARENAS};
+use alloclab_core::safety::CACHE_LINE;
+use alloclab_core::{Options, Poison, Safety, MAX_ARENAS};
 
 // ---- the configuration being built ------------------------------------------------------------
 
@@ -42,7 +43,41 @@ pub struct Conf {
     pub abort_conf: bool,
     /// Where to record every allocation call (`log_sink.rs`), if anywhere.
     pub log: LogPath,
+    /// The debug profile: the base for the debug options below.
+    pub profile: usize,
+    /// Poisoning (none, some, all), if given explicitly.
+    pub poison: Option<PoisonKind>,
+    /// Bytes `poison:some` poisons, if given explicitly.
+    pub poison_size: Option<usize>,
+    /// Junk on allocation, if given explicitly.
+    pub junk: Option<bool>,
+    /// Zero on free, if given explicitly.
+    pub zero: Option<bool>,
+    /// Canaries after small allocations, if given explicitly.
+    pub canary: Option<bool>,
+    /// Guard pages after large allocations, if given explicitly.
+    pub guard: Option<bool>,
+    /// Quarantine bytes per arena, if given explicitly.
+    pub quarantine: Option<usize>,
 }
+
+/// The `poison:` values (the size of `some` is `poison_size:`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoisonKind {
+    /// Nothing.
+    None,
+    /// The first `poison_size` bytes.
+    Some,
+    /// Every byte.
+    All,
+}
+
+/// The debug profiles: what `profile:` sets.
+pub const PROFILES: [(&str, Safety); 3] = [
+    ("default", Safety::OFF),
+    ("hardened", Safety::HARDENED),
+    ("debug", Safety::DEBUG),
+];
 
 /// Bytes a `log:` path may have (before `%p` is expanded).
 pub const LOG_PATH_MAX: usize = 1024;
@@ -176,6 +211,32 @@ const ARENAS: [(&str, Arenas); 5] = [
 
 /// The value that means "as the named config says".
 const FROM_CONFIG: &[u8] = b"config";
+/// The value that means "as the profile says".
+const FROM_PROFILE: &[u8] = b"profile";
+
+const POISON: [(&str, PoisonKind); 3] = [
+    ("none", PoisonKind::None),
+    ("some", PoisonKind::Some),
+    ("all", PoisonKind::All),
+];
+
+/// `true`, `false` or `profile`.
+fn bool_or_profile(v: &[u8]) -> Result<Option<bool>, Refusal> {
+    if v == FROM_PROFILE {
+        Ok(None)
+    } else {
+        boolean(v).map(Some)
+    }
+}
+
+/// A number of bytes or `profile`.
+fn bytes_or_profile(v: &[u8], max: usize) -> Result<Option<usize>, Refusal> {
+    if v == FROM_PROFILE {
+        Ok(None)
+    } else {
+        number(v, max).map(Some)
+    }
+}
 
 impl Conf {
     /// Every option at the default its table row gives.
@@ -191,6 +252,14 @@ impl Conf {
             stats_print: false,
             abort_conf: false,
             log: LogPath::OFF,
+            profile: 0,
+            poison: None,
+            poison_size: None,
+            junk: None,
+            zero: None,
+            canary: None,
+            guard: None,
+            quarantine: None,
         };
         for opt in OPTIONS.iter() {
             // A default that does not parse is a bug of this table; a unit test catches it.
@@ -217,7 +286,36 @@ impl Conf {
                 // Ours (`init.rs`) also take the log's lock, and are registered once the
                 // allocator is published (glibc calls `malloc` to record them).
                 fork_handlers: false,
+                safety: self.safety(),
             },
+        }
+    }
+
+    /// The debug options: the profile, overridden by explicit entries.
+    pub fn safety(&self) -> Safety {
+        let base = PROFILES[self.profile].1;
+        let size = match (self.poison_size, base.poison) {
+            (Some(n), _) => n,
+            (None, Poison::Some(n)) => n,
+            (None, _) => alloclab_core::safety::POISON_SOME_DEFAULT,
+        };
+        let poison = match self.poison {
+            None => match (self.poison_size, base.poison) {
+                (Some(n), Poison::Some(_)) => Poison::Some(n),
+                (_, p) => p,
+            },
+            Some(PoisonKind::None) => Poison::None,
+            Some(PoisonKind::Some) => Poison::Some(size),
+            Some(PoisonKind::All) => Poison::All,
+        };
+        Safety {
+            poison,
+            junk: self.junk.unwrap_or(base.junk),
+            zero: self.zero.unwrap_or(base.zero),
+            canary: self.canary.unwrap_or(base.canary),
+            guard: self.guard.unwrap_or(base.guard),
+            quarantine: self.quarantine.unwrap_or(base.quarantine),
+            zero_size: base.zero_size,
         }
     }
 
@@ -251,7 +349,7 @@ pub struct Opt {
 }
 
 /// Every option, in `help` order.
-pub static OPTIONS: [Opt; 10] = [
+pub static OPTIONS: [Opt; 18] = [
     Opt {
         name: "config",
         values: "addr-ordered|lifo|mrf|mrf-current",
@@ -363,6 +461,94 @@ pub static OPTIONS: [Opt; 10] = [
             Ok(())
         },
     },
+    Opt {
+        name: "profile",
+        values: "default|hardened|debug",
+        default: "default",
+        help: "debug checks: none; hardened (poison some, canary, guard, quarantine 1 MiB, malloc(0) inaccessible); debug (also poison all, junk, quarantine 16 MiB)",
+        set: |c, v| {
+            c.profile = pick(v, &PROFILES.map(|p| p.0))?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "poison",
+        values: "none|some|all|profile",
+        default: "profile",
+        help: "fill freed memory with 0xe5 (some: its first poison_size bytes), checked on reuse: write after free",
+        set: |c, v| {
+            c.poison = if v == FROM_PROFILE {
+                None
+            } else {
+                Some(pick(v, &POISON)?)
+            };
+            Ok(())
+        },
+    },
+    Opt {
+        name: "poison_size",
+        values: "bytes|profile",
+        default: "profile",
+        help: "bytes poison:some fills, a multiple of 64 (profile: 256)",
+        set: |c, v| {
+            let n = bytes_or_profile(v, 1 << 20)?;
+            if n.is_some_and(|n| n == 0 || n % CACHE_LINE != 0) {
+                return Err("not a positive multiple of 64");
+            }
+            c.poison_size = n;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "junk",
+        values: "true|false|profile",
+        default: "profile",
+        help: "fill new allocations (not calloc's) with 0xe4",
+        set: |c, v| {
+            c.junk = bool_or_profile(v)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "zero",
+        values: "true|false|profile",
+        default: "profile",
+        help: "fill freed memory with zeros instead of 0xe5 (all of it if poison:none), checked on reuse",
+        set: |c, v| {
+            c.zero = bool_or_profile(v)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "canary",
+        values: "true|false|profile",
+        default: "profile",
+        help: "canary bytes after each small allocation, checked on free: heap overflow",
+        set: |c, v| {
+            c.canary = bool_or_profile(v)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "guard",
+        values: "true|false|profile",
+        default: "profile",
+        help: "an inaccessible page right after each large allocation: an overflow faults",
+        set: |c, v| {
+            c.guard = bool_or_profile(v)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "quarantine",
+        values: "bytes|profile",
+        default: "profile",
+        help: "freed bytes each arena holds back before reuse, large ones inaccessible (0: off; at most 256 allocations)",
+        set: |c, v| {
+            c.quarantine = bytes_or_profile(v, 1 << 40)?;
+            Ok(())
+        },
+    },
 ];
 
 /// The option named `key`.
@@ -455,6 +641,7 @@ mod tests {
                 let v = match v {
                     "0..=1024" => "1024",
                     "pages" => "512",
+                    "bytes" => "256",
                     v => v,
                 };
                 assert_eq!((opt.set)(&mut c, v.as_bytes()), Ok(()), "{}:{v}", opt.name);
