@@ -479,6 +479,39 @@ impl<C: Config> Heap<C> {
         })
     }
 
+    /// Whether the live allocation at `ptr` could have been requested as `size` bytes aligned
+    /// to `align`: a request of that size would have been given the same usable size (with
+    /// canaries on, a small one records its exact size). For sized deallocation checks (C++
+    /// sized `delete`). Errors as for `usable_size`.
+    pub fn size_fits(&self, ptr: *const u8, size: usize, align: usize) -> Result<bool, FreeError> {
+        let live = self.live(ptr as usize)?;
+        let canary = C::DEBUG.contains(DebugCaps::CANARY) && self.options.safety.canary;
+        let request = if canary {
+            size.saturating_add(CANARY_BYTES)
+        } else {
+            size
+        };
+        let same_class = |usable: usize| {
+            classify(request, align.max(crate::size_class::QUANTUM))
+                .is_some_and(|c| crate::size_class::usable(c) == usable)
+        };
+        Ok(match live {
+            Live::ZeroSize => size == 0,
+            Live::Small { usable } if canary => self.small_usable(ptr as usize, usable) == size,
+            Live::Small { usable } | Live::Huge { usable, .. } => same_class(usable),
+            Live::Large { at, .. } if at.guarded => {
+                // The start sits as close to the guard as the alignment allowed.
+                let slack = if at.start % PAGE == 0 {
+                    PAGE
+                } else {
+                    align.max(crate::size_class::QUANTUM)
+                };
+                size <= at.usable && at.usable - size < slack
+            }
+            Live::Large { at, .. } => same_class(at.usable),
+        })
+    }
+
     /// The bytes the program may use of the live small region at `addr` of `usable` bytes.
     #[inline(always)]
     fn small_usable(&self, addr: usize, usable: usize) -> usize {

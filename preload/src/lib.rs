@@ -17,6 +17,7 @@
 //! | `init.rs` | start-up, fork handlers, statistics at exit |
 //! | `entry.rs` | C semantics of each entry point (`errno`, alignment rules, overflow) |
 //! | `log.rs` | each entry point plus its line in the allocation log (`log:`) |
+//! | `cxx.rs` | C++ `operator new`/`delete`: new-handler, `std::bad_alloc`, sized checks |
 //! | `exports.rs` | the exported symbols, one line each |
 //! | `alloc_count.rs` | unit tests only: counts allocations, to prove parsing makes none |
 //!
@@ -43,6 +44,8 @@ mod parse;
 mod select;
 
 // Not in the unit-test binary: its allocator must stay the test harness's own.
+#[cfg(all(not(test), target_arch = "x86_64"))]
+mod cxx;
 #[cfg(not(test))]
 mod exports;
 #[cfg(not(test))]

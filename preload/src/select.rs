@@ -90,6 +90,8 @@ pub struct Ops {
     pub realloc: unsafe fn(*mut u8, usize) -> *mut u8,
     /// `Heap::usable_size`.
     pub usable_size: fn(*const u8) -> Result<usize, FreeError>,
+    /// `Heap::size_fits(ptr, size, align)`.
+    pub size_fits: fn(*const u8, usize, usize) -> Result<bool, FreeError>,
     /// `Heap::stats`.
     pub stats: fn() -> Stats,
     /// Writes the policies of the heap actually running, from its types.
@@ -133,6 +135,7 @@ impl<C: Config> OpsOf<C> {
         free: Self::free,
         realloc: Self::realloc,
         usable_size: Self::usable_size,
+        size_fits: Self::size_fits,
         stats: Self::stats,
         describe: Self::describe,
     };
@@ -165,6 +168,10 @@ impl<C: Config> OpsOf<C> {
 
     fn usable_size(p: *const u8) -> Result<usize, FreeError> {
         heap::<C>().usable_size(p)
+    }
+
+    fn size_fits(p: *const u8, size: usize, align: usize) -> Result<bool, FreeError> {
+        heap::<C>().size_fits(p, size, align)
     }
 
     fn stats() -> Stats {
