@@ -708,6 +708,48 @@ mod tests {
     }
 
     #[test]
+    fn debug_options_start_from_the_profile_and_override_it() {
+        let set = |c: &mut Conf, k: &[u8], v: &[u8]| (find(k).unwrap().set)(c, v);
+        let mut c = Conf::defaults();
+        assert_eq!(c.safety(), Safety::OFF);
+        set(&mut c, b"poison", b"some").unwrap();
+        assert_eq!(c.safety().poison, Poison::Some(256));
+        set(&mut c, b"poison_size", b"128").unwrap();
+        assert_eq!(c.safety().poison, Poison::Some(128));
+        assert_eq!(
+            set(&mut c, b"poison_size", b"100"),
+            Err("not a positive multiple of 64")
+        );
+        assert_eq!(
+            set(&mut c, b"poison_size", b"0"),
+            Err("not a positive multiple of 64")
+        );
+        // Entries win over the profile wherever they stand.
+        set(&mut c, b"profile", b"debug").unwrap();
+        set(&mut c, b"canary", b"false").unwrap();
+        let s = c.safety();
+        assert_eq!(s.poison, Poison::Some(128));
+        assert!(!s.canary && s.junk && s.guard && s.zero_size);
+        assert_eq!(s.quarantine, Safety::DEBUG.quarantine);
+        set(&mut c, b"poison", b"profile").unwrap();
+        set(&mut c, b"poison_size", b"profile").unwrap();
+        assert_eq!(c.safety().poison, Poison::All);
+        set(&mut c, b"profile", b"hardened").unwrap();
+        set(&mut c, b"poison_size", b"64").unwrap();
+        assert_eq!(
+            c.safety().poison,
+            Poison::Some(64),
+            "a size applies to the profile's some"
+        );
+        set(&mut c, b"quarantine", b"0").unwrap();
+        assert_eq!(c.safety().quarantine, 0);
+        assert_eq!(c.selection().options.safety, c.safety());
+        for (_, s) in PROFILES {
+            assert_eq!(s.validate(), Ok(()));
+        }
+    }
+
+    #[test]
     fn numbers_are_checked() {
         assert_eq!(number(b"0", 5), Ok(0));
         assert_eq!(number(b"5", 5), Ok(5));
