@@ -339,3 +339,122 @@ fn correct_programs_keep_their_data_under_every_profile() {
         h.check_invariants().unwrap();
     }
 }
+
+fn sampling(every: usize) -> Heap<Checked> {
+    heap(Safety {
+        sample: every,
+        ..Safety::OFF
+    })
+}
+
+#[test]
+fn sampled_allocations_sit_against_a_guard_and_fault_with_a_report() {
+    let h = sampling(1);
+    // Every eligible allocation is sampled: each one is alone in its page.
+    let mut seen = Vec::new();
+    for size in [1usize, 16, 100, 4000, 4096] {
+        let p = h.malloc(size);
+        let page = p as usize & !4095;
+        assert!(p as usize == page || (p as usize + size).next_multiple_of(16) == page + 4096);
+        assert!(!seen.contains(&page), "one allocation per slot");
+        seen.push(page);
+        assert_eq!(h.usable_size(p), Ok(size));
+        // SAFETY: `size` bytes just allocated.
+        unsafe { p.write_bytes(7, size) };
+    }
+    let p = h.malloc(64);
+    let at_end = p as usize % 4096 != 0;
+    let out = expect_signal(libc::SIGSEGV, || {
+        // SAFETY: the misuse under test: one byte past the end or before the start, whichever
+        // side of the slot holds the guard the allocation was placed against.
+        unsafe {
+            if at_end {
+                p.add(64).write_volatile(1)
+            } else {
+                p.sub(1).write_volatile(1)
+            }
+        }
+    });
+    let kind = if at_end {
+        "heap overflow"
+    } else {
+        "heap underflow"
+    };
+    starts_with(&out, &format!("alloclab: sampled allocation: {kind} at "));
+    assert!(out.contains("the live allocation of 64 bytes at"), "{out}");
+    assert!(out.contains("allocated by thread"), "{out}");
+    // A use after free faults with both stacks.
+    // SAFETY: live, then the misuse in the child.
+    unsafe { h.free(p) };
+    let out = expect_signal(libc::SIGSEGV, || {
+        // SAFETY: the misuse under test.
+        let _ = unsafe { p.add(10).read_volatile() };
+    });
+    starts_with(&out, "alloclab: sampled allocation: use after free at ");
+    assert!(
+        out.contains("offset 10 in the freed allocation of 64 bytes"),
+        "{out}"
+    );
+    assert!(out.contains("freed by thread"), "{out}");
+    // A double free is reported, then aborts.
+    let out = expect_abort(|| {
+        // SAFETY: the misuse under test, refused.
+        unsafe { h.free(p) }
+    });
+    starts_with(&out, "alloclab: sampled allocation: double free at ");
+    assert!(
+        out.ends_with("pointer already freed (double free)\n"),
+        "{out}"
+    );
+    // Big or very aligned requests are not sampled.
+    let big = h.malloc(5000);
+    assert!(!seen.contains(&(big as usize & !4095)));
+    // SAFETY: live.
+    unsafe { h.free(big) };
+}
+
+#[test]
+fn sampling_one_in_n_samples_about_one_in_n() {
+    let h = sampling(50);
+    let mut sampled = 0;
+    let mut live = Vec::new();
+    for _ in 0..5000 {
+        let p = h.malloc(32);
+        // Sampled allocations are in no arena's chunk.
+        if h.arena_of(p).is_none() {
+            sampled += 1;
+        }
+        live.push(p);
+    }
+    for p in live {
+        // SAFETY: live.
+        unsafe { h.free(p) };
+    }
+    // Expected 100 (delays uniform in 1..=100).
+    assert!((60..=150).contains(&sampled), "{sampled} of 5000 sampled");
+    h.check_invariants().unwrap();
+}
+
+#[test]
+fn time_based_sampling_samples_after_each_interval() {
+    let h = heap(Safety {
+        sample_ms: 1,
+        ..Safety::OFF
+    });
+    let mut live = vec![h.malloc(32)];
+    let mut sampled = 0;
+    for _ in 0..3 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        // The clock is read every 64 allocations: within 65 of them, one is sampled.
+        for _ in 0..65 {
+            let p = h.malloc(32);
+            sampled += usize::from(h.arena_of(p).is_none());
+            live.push(p);
+        }
+    }
+    assert!((3..=20).contains(&sampled), "{sampled} sampled");
+    for p in live {
+        // SAFETY: live.
+        unsafe { h.free(p) };
+    }
+}

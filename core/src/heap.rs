@@ -21,6 +21,7 @@ use crate::page_map::{Owner, PageMap};
 use crate::policy::{ArenaChoice, Config, Options};
 use crate::report::fatal;
 use crate::safety::{DebugCaps, Safety, CANARY_BYTES, JUNK_BYTE};
+use crate::sampled::Sampler;
 use crate::size_class::{
     classify, round_up, SizeClass, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_USABLE_PAGES, PAGE,
 };
@@ -43,7 +44,10 @@ struct Shared<C: Config> {
     arenas: [AtomicPtr<Arena<C>>; MAX_ARENAS],
     dirty_max: usize,
     safety: Safety,
+    /// Whether `allocate` takes `allocate_checked`.
+    alloc_hooks: bool,
     zero_size: ZeroSize,
+    sampler: Sampler,
 }
 
 /// Where a live pointer lives.
@@ -62,13 +66,18 @@ enum Live {
     },
     /// A `malloc(0)` slot (`zero_size.rs`).
     ZeroSize,
+    /// A sampled allocation (`sampled.rs`) of this many bytes.
+    Sampled {
+        size: usize,
+    },
 }
 
 /// Debug capabilities with a hook on the allocation path in `Heap` itself.
 const ALLOC_HOOKS: DebugCaps = DebugCaps::CANARY
     .union(DebugCaps::GUARD)
     .union(DebugCaps::ZERO_SIZE)
-    .union(DebugCaps::JUNK);
+    .union(DebugCaps::JUNK)
+    .union(DebugCaps::SAMPLE);
 
 /// Why a page entry of kind `FREE` (or `META`) holds no allocation.
 fn why_free_page(bits: usize) -> FreeError {
@@ -191,6 +200,12 @@ impl<C: Config> Heap<C> {
                     arenas: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
                     dirty_max,
                     safety,
+                    alloc_hooks: safety.needs().intersects(ALLOC_HOOKS),
+                    sampler: if C::DEBUG.contains(DebugCaps::SAMPLE) {
+                        Sampler::new(safety.sample, safety.sample_ms)
+                    } else {
+                        Sampler::off()
+                    },
                     zero_size: if C::DEBUG.contains(DebugCaps::ZERO_SIZE) && safety.zero_size {
                         ZeroSize::new()
                     } else {
@@ -200,6 +215,7 @@ impl<C: Config> Heap<C> {
             }
             // SAFETY: just written; it does not move until the heap drops (which unregisters).
             let shared = unsafe { &*mem.as_ptr() };
+            shared.sampler.register();
             shared.pool.register(
                 reg,
                 mem.as_ptr() as *const (),
@@ -307,7 +323,7 @@ impl<C: Config> Heap<C> {
         let Some(s) = self.shared() else {
             return ptr::null_mut();
         };
-        if C::DEBUG.intersects(ALLOC_HOOKS) && s.safety.needs().intersects(ALLOC_HOOKS) {
+        if C::DEBUG.intersects(ALLOC_HOOKS) && s.alloc_hooks {
             return self.allocate_checked(s, size, align, zero);
         }
         match classify(size, align) {
@@ -332,6 +348,19 @@ impl<C: Config> Heap<C> {
     #[inline(never)]
     fn allocate_checked(&self, s: &Shared<C>, size: usize, align: usize, zero: bool) -> *mut u8 {
         let safety = &s.safety;
+        if C::DEBUG.contains(DebugCaps::SAMPLE)
+            && s.sampler.on()
+            && s.sampler.should_sample(size, align)
+        {
+            let p = s.sampler.alloc(size, align);
+            if !p.is_null() {
+                if C::DEBUG.contains(DebugCaps::JUNK) && safety.junk && !zero {
+                    // SAFETY: a fresh sampled allocation of `size` bytes.
+                    unsafe { crate::checks::fill(p as usize, size, JUNK_BYTE) };
+                }
+                return p;
+            }
+        }
         if C::DEBUG.contains(DebugCaps::ZERO_SIZE) && safety.zero_size && size == 0 {
             let p = s.zero_size.alloc();
             if !p.is_null() && (p as usize) % align == 0 {
@@ -420,6 +449,9 @@ impl<C: Config> Heap<C> {
         if C::DEBUG.contains(DebugCaps::ZERO_SIZE) && s.zero_size.contains(addr) {
             return s.zero_size.check(addr, false).map(|()| Live::ZeroSize);
         }
+        if C::DEBUG.contains(DebugCaps::SAMPLE) && s.sampler.contains(addr) {
+            return s.sampler.live(addr).map(|size| Live::Sampled { size });
+        }
         match s.map.lookup(addr) {
             Owner::None => Err(FreeError::NotOurs),
             Owner::Chunk(c) => {
@@ -476,6 +508,7 @@ impl<C: Config> Heap<C> {
             Live::Huge { usable, .. } => usable,
             Live::Large { at, .. } => at.usable,
             Live::ZeroSize => 0,
+            Live::Sampled { size } => size,
         })
     }
 
@@ -497,6 +530,7 @@ impl<C: Config> Heap<C> {
         };
         Ok(match live {
             Live::ZeroSize => size == 0,
+            Live::Sampled { size: s } => size == s,
             Live::Small { usable } if canary => self.small_usable(ptr as usize, usable) == size,
             Live::Small { usable } | Live::Huge { usable, .. } => same_class(usable),
             Live::Large { at, .. } if at.guarded => {
@@ -549,6 +583,9 @@ impl<C: Config> Heap<C> {
         let s = self.shared_if_init().ok_or(FreeError::NotOurs)?;
         if C::DEBUG.contains(DebugCaps::ZERO_SIZE) && s.zero_size.contains(addr) {
             return s.zero_size.check(addr, true);
+        }
+        if C::DEBUG.contains(DebugCaps::SAMPLE) && s.sampler.contains(addr) {
+            return s.sampler.free(addr);
         }
         match s.map.lookup(addr) {
             Owner::None => Err(FreeError::NotOurs),
@@ -603,6 +640,13 @@ impl<C: Config> Heap<C> {
         }
         // SAFETY: forwarded contract.
         if let Err(e) = unsafe { self.try_free(ptr) } {
+            if C::DEBUG.contains(DebugCaps::SAMPLE) {
+                if let Some(s) = self.shared_if_init() {
+                    if s.sampler.contains(ptr as usize) {
+                        s.sampler.report_bad_free(ptr as usize, e);
+                    }
+                }
+            }
             fatal(format_args!("free({:#x}): {}", ptr as usize, e));
         }
     }
@@ -651,6 +695,7 @@ impl<C: Config> Heap<C> {
                 usable
             }
             Live::ZeroSize => 0,
+            Live::Sampled { size } => size,
             Live::Large {
                 chunk,
                 page,
@@ -835,10 +880,12 @@ impl<C: Config> Heap<C> {
                 s.pool.lock();
                 s.base.lock();
                 s.huge.lock();
+                s.sampler.lock();
                 Self::each_arena(s, |a| a.lock());
             }
             Step::Unlock => {
                 Self::each_arena(s, |a| a.unlock());
+                s.sampler.unlock();
                 s.huge.unlock();
                 s.base.unlock();
                 s.pool.unlock();
@@ -846,6 +893,7 @@ impl<C: Config> Heap<C> {
             }
             Step::Reset => {
                 Self::each_arena(s, |a| a.reset_lock());
+                s.sampler.reset_lock();
                 s.huge.reset_lock();
                 s.base.reset_lock();
                 s.pool.reset_lock();

@@ -29,6 +29,7 @@
 //! | | `guard.rs` | guard pages after large allocations; where a large allocation starts |
 //! | | `hardening.rs` | the debug options' hooks in the arena's paths |
 //! | | `zero_size.rs` | `malloc(0)` into an inaccessible region |
+//! | | `sampled.rs` | sampled guarded allocations and their fault reports |
 //! | | `huge.rs` | huge mappings |
 //! | | `heap.rs` | `Heap<C>`: init, dispatch, free, realloc, stats, invariants |
 //! | results | `stats.rs`, `invariants.rs`, `error.rs` | what the heap reports |
@@ -69,6 +70,7 @@ mod hardening;
 mod heap;
 mod huge;
 mod quarantine;
+mod sampled;
 mod zero_size;
 
 mod error;

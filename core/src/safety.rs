@@ -14,6 +14,7 @@
 //! | guard | an inaccessible page after every large allocation, which ends right at it (as far as alignment allows) | the overflow faults |
 //! | quarantine | freed memory is held back (FIFO, bounded in bytes per arena) before reuse; held large allocations are inaccessible | on eviction (write after free), on access (fault), on a second free |
 //! | zero-size | `malloc(0)` returns a unique pointer into an inaccessible region | any access faults |
+//! | sample, sample_ms | one allocation in N, or one per interval, goes to a guarded slot (`sampled.rs`) | a fault near it, with both stacks |
 //!
 //! Fresh pages from the OS are never filled or checked: they are zero, and a region that was
 //! never handed out is skipped by the reuse check.
@@ -39,8 +40,10 @@ impl DebugCaps {
     pub const QUARANTINE: DebugCaps = DebugCaps(1 << 5);
     /// `malloc(0)` into an inaccessible region.
     pub const ZERO_SIZE: DebugCaps = DebugCaps(1 << 6);
+    /// Sampled guarded allocations (`sampled.rs`).
+    pub const SAMPLE: DebugCaps = DebugCaps(1 << 7);
     /// Everything: every option can be chosen at run time.
-    pub const ALL: DebugCaps = DebugCaps((1 << 7) - 1);
+    pub const ALL: DebugCaps = DebugCaps(u8::MAX);
 
     /// Both sets.
     pub const fn union(self, other: DebugCaps) -> DebugCaps {
@@ -64,7 +67,7 @@ impl DebugCaps {
 
     /// The names of the capabilities in `self`, for messages.
     pub fn write_names(self, w: &mut dyn core::fmt::Write) -> core::fmt::Result {
-        const NAMES: [&str; 7] = [
+        const NAMES: [&str; 8] = [
             "poison",
             "junk",
             "zero",
@@ -72,6 +75,7 @@ impl DebugCaps {
             "guard",
             "quarantine",
             "zero-size",
+            "sample",
         ];
         let mut first = true;
         for (i, n) in NAMES.iter().enumerate() {
@@ -128,6 +132,11 @@ pub struct Safety {
     pub quarantine: usize,
     /// `malloc(0)` returns a unique pointer into an inaccessible region.
     pub zero_size: bool,
+    /// Sample one allocation in this many on average into guarded slots (1: every eligible
+    /// one; 0: none by count).
+    pub sample: usize,
+    /// Sample the first allocation after each interval of this many milliseconds (0: none).
+    pub sample_ms: usize,
 }
 
 impl Safety {
@@ -140,6 +149,8 @@ impl Safety {
         guard: false,
         quarantine: 0,
         zero_size: false,
+        sample: 0,
+        sample_ms: 0,
     };
 
     /// The hardened profile: cheap checks that catch common misuse in production.
@@ -151,6 +162,8 @@ impl Safety {
         guard: true,
         quarantine: 1 << 20,
         zero_size: true,
+        sample: 0,
+        sample_ms: 0,
     };
 
     /// The debug profile: every check, full poisoning and junk, a larger quarantine.
@@ -162,6 +175,8 @@ impl Safety {
         guard: true,
         quarantine: 16 << 20,
         zero_size: true,
+        sample: 0,
+        sample_ms: 0,
     };
 
     /// The capabilities these options need compiled in.
@@ -187,6 +202,9 @@ impl Safety {
         }
         if self.zero_size {
             c |= DebugCaps::ZERO_SIZE.0;
+        }
+        if self.sample > 0 || self.sample_ms > 0 {
+            c |= DebugCaps::SAMPLE.0;
         }
         DebugCaps(c)
     }

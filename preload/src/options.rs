@@ -59,6 +59,10 @@ pub struct Conf {
     pub guard: Option<bool>,
     /// Quarantine bytes per arena, if given explicitly.
     pub quarantine: Option<usize>,
+    /// Sample one allocation in this many (0: off).
+    pub sample: usize,
+    /// Sample one allocation per this many milliseconds (0: off).
+    pub sample_ms: usize,
 }
 
 /// The `poison:` values (the size of `some` is `poison_size:`).
@@ -260,6 +264,8 @@ impl Conf {
             canary: None,
             guard: None,
             quarantine: None,
+            sample: 0,
+            sample_ms: 0,
         };
         for opt in OPTIONS.iter() {
             // A default that does not parse is a bug of this table; a unit test catches it.
@@ -316,6 +322,8 @@ impl Conf {
             guard: self.guard.unwrap_or(base.guard),
             quarantine: self.quarantine.unwrap_or(base.quarantine),
             zero_size: base.zero_size,
+            sample: self.sample,
+            sample_ms: self.sample_ms,
         }
     }
 
@@ -349,7 +357,7 @@ pub struct Opt {
 }
 
 /// Every option, in `help` order.
-pub static OPTIONS: [Opt; 18] = [
+pub static OPTIONS: [Opt; 20] = [
     Opt {
         name: "config",
         values: "addr-ordered|lifo|mrf|mrf-current",
@@ -549,6 +557,26 @@ pub static OPTIONS: [Opt; 18] = [
             Ok(())
         },
     },
+    Opt {
+        name: "sample",
+        values: "0..=1000000000",
+        default: "0",
+        help: "one allocation (up to a page) in N on average goes to a slot between guard pages; a fault there is reported with stacks (1: all; 0: off)",
+        set: |c, v| {
+            c.sample = number(v, 1_000_000_000)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "sample_ms",
+        values: "0..=3600000",
+        default: "0",
+        help: "also sample the first allocation after each interval of this many milliseconds (0: off)",
+        set: |c, v| {
+            c.sample_ms = number(v, 3_600_000)?;
+            Ok(())
+        },
+    },
 ];
 
 /// The option named `key`.
@@ -642,6 +670,8 @@ mod tests {
                     "0..=1024" => "1024",
                     "pages" => "512",
                     "bytes" => "256",
+                    "0..=1000000000" => "1000",
+                    "0..=3600000" => "10",
                     v => v,
                 };
                 assert_eq!((opt.set)(&mut c, v.as_bytes()), Ok(()), "{}:{v}", opt.name);

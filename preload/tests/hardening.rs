@@ -125,6 +125,55 @@ fn without_a_profile_the_same_misuse_goes_unnoticed_and_bad_frees_do_not() {
 }
 
 #[test]
+fn sampled_allocations_fault_with_a_report_and_both_stacks() {
+    let prog = c_program("hardened");
+    let out = run(
+        preloaded(&prog, "sample:1").arg("sampled-off-by-one"),
+        LIMIT,
+    );
+    assert_eq!(out.signal(), Some(libc::SIGSEGV), "{out:?}");
+    assert!(
+        out.stderr
+            .starts_with("alloclab: sampled allocation: heap overflow at 0x")
+            || out
+                .stderr
+                .starts_with("alloclab: sampled allocation: heap underflow at 0x"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr.contains("the live allocation of 64 bytes at 0x"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("allocated by thread"), "{out:?}");
+    assert!(
+        out.stderr.contains("hardened"),
+        "the stack names the program: {out:?}"
+    );
+    let out = run(
+        preloaded(&prog, "sample:1").arg("sampled-use-after-free"),
+        LIMIT,
+    );
+    assert_eq!(out.signal(), Some(libc::SIGSEGV), "{out:?}");
+    assert!(
+        out.stderr
+            .starts_with("alloclab: sampled allocation: use after free at 0x"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr
+            .contains("offset 8 in the freed allocation of 64 bytes"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("freed by thread"), "{out:?}");
+    // Sampling everything changes nothing for a correct program.
+    let out = run(
+        preloaded(c_program("semantics"), "sample:1").arg("free"),
+        LIMIT,
+    );
+    out.assert_success("semantics under sample:1");
+}
+
+#[test]
 fn single_options_work_alone() {
     expect(
         "write-after-free",

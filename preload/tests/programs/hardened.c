@@ -67,6 +67,19 @@ int main(int argc, char **argv) {
         free(p + 16);
     } else if (!strcmp(c, "foreign")) {
         free(not_heap + 16);
+    } else if (!strcmp(c, "sampled-off-by-one")) {
+        /* Run with sample:1: the allocation sits against the guard page on one side. */
+        char *q = malloc(64);
+        v = q;
+        if ((uintptr_t)q % 4096 == 0)
+            v[-1] = 1;
+        else
+            v[64] = 1;
+    } else if (!strcmp(c, "sampled-use-after-free")) {
+        char *q = malloc(64);
+        free(q);
+        v = q;
+        printf("%d\n", v[8]);
     } else if (!strcmp(c, "never-allocated")) {
         /* 112 bytes is the size class of a 100-byte request with its canary; region 30 of
          * the run is far above anything this program allocated of that class. */
