@@ -291,7 +291,11 @@ fn options_not_compiled_in_are_refused() {
 /// Correct programs are unaffected: random work with contents checked, under each profile.
 #[test]
 fn correct_programs_keep_their_data_under_every_profile() {
-    for safety in [Safety::OFF, Safety::HARDENED, Safety::DEBUG] {
+    let sampling = Safety {
+        sample: 3,
+        ..Safety::HARDENED
+    };
+    for safety in [Safety::OFF, Safety::HARDENED, Safety::DEBUG, sampling] {
         let h = Heap::<CheckedThreads>::with_options(Options {
             safety,
             ..Options::DEFAULT
@@ -300,7 +304,7 @@ fn correct_programs_keep_their_data_under_every_profile() {
         let mut live: Vec<(usize, usize, u8)> = Vec::new();
         for step in 0..3000 {
             if live.len() < 200 && rng.chance(60) {
-                let size = rng.size().min(300_000);
+                let size = rng.size().min(2_500_000);
                 let p = if rng.chance(10) {
                     h.calloc(1, size)
                 } else {
@@ -315,11 +319,12 @@ fn correct_programs_keep_their_data_under_every_profile() {
                 let i = rng.below(live.len());
                 let (p, size, tag) = live.swap_remove(i);
                 let p = p as *mut u8;
+                assert_eq!(h.size_fits(p, size, 16), Ok(true), "{size} bytes at {p:?}");
                 // SAFETY: live with `size` bytes of `tag`.
                 unsafe {
                     assert!((0..size).step_by(61).all(|o| *p.add(o) == tag));
                     if rng.chance(20) {
-                        let n = rng.size().min(300_000);
+                        let n = rng.size().min(2_500_000);
                         let q = h.realloc_c(p, n);
                         assert!((0..size.min(n)).step_by(61).all(|o| *q.add(o) == tag));
                         q.write_bytes(tag, n);
