@@ -117,6 +117,8 @@ pub(crate) struct ArenaInner<C: Config> {
     pub(crate) safety: Safety,
     /// Whether freeing takes the debug path.
     pub(crate) debug_free: bool,
+    /// Whether small allocations take the debug hook.
+    pub(crate) debug_alloc: bool,
     /// Freed allocations held back (`quarantine` option).
     pub(crate) quarantine: Quarantine,
 }
@@ -150,6 +152,7 @@ impl<C: Config> Arena<C> {
                 dirty_max,
                 safety,
                 debug_free: crate::hardening::debug_free(&safety),
+                debug_alloc: crate::hardening::debug_alloc(&safety),
                 quarantine: Quarantine::new(),
             }),
         }

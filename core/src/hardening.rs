@@ -26,11 +26,19 @@ pub(crate) fn debug_free(s: &crate::safety::Safety) -> bool {
     s.needs().intersects(ON_FREE)
 }
 
+/// Whether options `s` have a hook on the small allocation path.
+pub(crate) fn debug_alloc(s: &crate::safety::Safety) -> bool {
+    s.needs().intersects(FILLS.union(DebugCaps::JUNK))
+}
+
 impl<C: Config> ArenaInner<C> {
     /// After a small region of `size` bytes at `p` was taken: checks its fill if it was
     /// handed out before (`fresh` false), junks it unless `zero`.
     #[inline(always)]
     pub(crate) fn on_alloc_small(&self, p: usize, size: usize, fresh: bool, zero: bool) {
+        if !(C::DEBUG.intersects(FILLS.union(DebugCaps::JUNK)) && self.debug_alloc) {
+            return;
+        }
         if C::DEBUG.intersects(FILLS) && !fresh {
             if let Some((byte, len)) = self.safety.fill(size) {
                 // SAFETY: a region of ours just taken under the lock, `size` bytes.
@@ -49,6 +57,22 @@ impl<C: Config> ArenaInner<C> {
         C::DEBUG.intersects(ON_FREE) && self.debug_free
     }
 
+    /// Whether the region at `addr` (live as far as its run knows) may be held in the
+    /// quarantine: a held region starts with its fill, so when freed memory is filled, a region
+    /// that does not is not held (or was written after its free, which its eviction reports),
+    /// and the scan of the quarantine is skipped.
+    fn maybe_held(&self, addr: usize, size: usize) -> bool {
+        match self.safety.fill(size) {
+            Some((byte, len)) if len >= core::mem::size_of::<usize>() => {
+                let word = usize::from_ne_bytes([byte; core::mem::size_of::<usize>()]);
+                // SAFETY: `addr` is a live (or held) region of ours of at least `len` bytes,
+                // aligned to 16; the caller holds the lock.
+                unsafe { *(addr as *const usize) == word }
+            }
+            _ => true,
+        }
+    }
+
     fn quarantine_on(&self) -> bool {
         C::DEBUG.contains(DebugCaps::QUARANTINE) && self.safety.quarantine > 0
     }
@@ -64,7 +88,7 @@ impl<C: Config> ArenaInner<C> {
         addr: usize,
         size: usize,
     ) -> Option<Result<(), FreeError>> {
-        if self.quarantine_on() && self.quarantine.contains(addr) {
+        if self.quarantine_on() && self.maybe_held(addr, size) && self.quarantine.contains(addr) {
             return Some(Err(FreeError::Freed));
         }
         if C::DEBUG.contains(DebugCaps::CANARY) && self.safety.canary {

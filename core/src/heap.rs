@@ -46,6 +46,8 @@ struct Shared<C: Config> {
     safety: Safety,
     /// Whether `allocate` takes `allocate_checked`.
     alloc_hooks: bool,
+    /// Whether pointers may lie outside the page map's chunks (`malloc(0)` slots, samples).
+    special_ptrs: bool,
     zero_size: ZeroSize,
     sampler: Sampler,
 }
@@ -201,6 +203,9 @@ impl<C: Config> Heap<C> {
                     dirty_max,
                     safety,
                     alloc_hooks: safety.needs().intersects(ALLOC_HOOKS),
+                    special_ptrs: safety
+                        .needs()
+                        .intersects(DebugCaps::ZERO_SIZE.union(DebugCaps::SAMPLE)),
                     sampler: if C::DEBUG.contains(DebugCaps::SAMPLE) {
                         Sampler::new(safety.sample, safety.sample_ms)
                     } else {
@@ -446,11 +451,13 @@ impl<C: Config> Heap<C> {
     /// Validates `addr` as a live allocation of this heap.
     fn live(&self, addr: usize) -> Result<Live, FreeError> {
         let s = self.shared_if_init().ok_or(FreeError::NotOurs)?;
-        if C::DEBUG.contains(DebugCaps::ZERO_SIZE) && s.zero_size.contains(addr) {
-            return s.zero_size.check(addr, false).map(|()| Live::ZeroSize);
-        }
-        if C::DEBUG.contains(DebugCaps::SAMPLE) && s.sampler.contains(addr) {
-            return s.sampler.live(addr).map(|size| Live::Sampled { size });
+        if Self::SPECIAL && s.special_ptrs {
+            if s.zero_size.contains(addr) {
+                return s.zero_size.check(addr, false).map(|()| Live::ZeroSize);
+            }
+            if s.sampler.contains(addr) {
+                return s.sampler.live(addr).map(|size| Live::Sampled { size });
+            }
         }
         match s.map.lookup(addr) {
             Owner::None => Err(FreeError::NotOurs),
@@ -484,6 +491,9 @@ impl<C: Config> Heap<C> {
             }
         }
     }
+
+    /// Whether pointers outside the page map can be ours (compiled in).
+    const SPECIAL: bool = C::DEBUG.intersects(DebugCaps::ZERO_SIZE.union(DebugCaps::SAMPLE));
 
     /// The large allocation at `addr`, whose head page entry is `e`.
     ///
@@ -581,11 +591,13 @@ impl<C: Config> Heap<C> {
     pub unsafe fn try_free(&self, ptr: *mut u8) -> Result<(), FreeError> {
         let addr = ptr as usize;
         let s = self.shared_if_init().ok_or(FreeError::NotOurs)?;
-        if C::DEBUG.contains(DebugCaps::ZERO_SIZE) && s.zero_size.contains(addr) {
-            return s.zero_size.check(addr, true);
-        }
-        if C::DEBUG.contains(DebugCaps::SAMPLE) && s.sampler.contains(addr) {
-            return s.sampler.free(addr);
+        if Self::SPECIAL && s.special_ptrs {
+            if s.zero_size.contains(addr) {
+                return s.zero_size.check(addr, true);
+            }
+            if s.sampler.contains(addr) {
+                return s.sampler.free(addr);
+            }
         }
         match s.map.lookup(addr) {
             Owner::None => Err(FreeError::NotOurs),
