@@ -43,6 +43,13 @@ impl<C: Config> ArenaInner<C> {
             if let Some((byte, len)) = self.safety.fill(size) {
                 // SAFETY: a region of ours just taken under the lock, `size` bytes.
                 unsafe { checks::check_fill(p, size, byte, len) };
+                if self.quarantine_on() && len >= core::mem::size_of::<usize>() {
+                    // No longer the fill: `maybe_held` will know it is not held, even if the
+                    // program never writes its first word.
+                    let word = usize::from_ne_bytes([byte; core::mem::size_of::<usize>()]);
+                    // SAFETY: as above; regions are 16-aligned.
+                    unsafe { *(p as *mut usize) = !word };
+                }
             }
         }
         if C::DEBUG.contains(DebugCaps::JUNK) && self.safety.junk && !zero {
