@@ -6,7 +6,10 @@
 //! - the checks compiled in and off (`DebugCaps::ALL`, `Safety::OFF`: what liballoclab.so's
 //!   heaps are when no profile is chosen);
 //! - poisoning `some` (256 bytes) and `all` (filled on free, checked when the region is handed
-//!   out again), junk, canaries, and the hardened and debug profiles.
+//!   out again), junk, canaries, and the hardened and debug profiles;
+//! - sampled guarded allocations at 1 in 16384, 1000, 100 and 1, and once per millisecond
+//!   (callgrind counts user-space instructions: the `mprotect` calls of sampled allocations
+//!   and frees are counted as the instructions that make them, not the kernel's work).
 //!
 //! `cargo bench -p alloclab-bench --bench debug_cost` runs this program under
 //! `valgrind --tool=callgrind --toggle-collect=*measured*` once per setting and iteration count
@@ -63,6 +66,11 @@ fn settings() -> Vec<(&'static str, Option<Safety>)> {
         ("canary:true", with(|s| s.canary = true)),
         ("profile:hardened", Some(Safety::HARDENED)),
         ("profile:debug", Some(Safety::DEBUG)),
+        ("sample:16384", with(|s| s.sample = 16384)),
+        ("sample:1000", with(|s| s.sample = 1000)),
+        ("sample:100", with(|s| s.sample = 100)),
+        ("sample:1", with(|s| s.sample = 1)),
+        ("sample_ms:1", with(|s| s.sample_ms = 1)),
     ]
 }
 

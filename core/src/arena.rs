@@ -519,7 +519,7 @@ impl<C: Config> ArenaInner<C> {
                     return done;
                 }
             }
-            self.put_small(chunk, page, e, addr);
+            self.put_small(chunk, head, idx, region);
         }
         Ok(())
     }
@@ -537,22 +537,22 @@ impl<C: Config> ArenaInner<C> {
         }
     }
 
-    /// Puts the live small region at `addr` (validated by `free_small`) back into its run.
+    /// Puts region `region` of the run of bin `idx` that starts at page `head` of `chunk`
+    /// (validated as live by `free_small`) back into its run.
     ///
     /// # Safety
-    /// As for `free_small`, and the region is live.
+    /// `chunk` is ours, a run of bin `idx` starts at `head`, the region is live, and the lock
+    /// is held.
+    #[inline(always)]
     pub(crate) unsafe fn put_small(
         &mut self,
         chunk: *mut ChunkHeader,
-        page: usize,
-        e: PageBits,
-        addr: usize,
+        head: usize,
+        idx: usize,
+        region: usize,
     ) {
-        let idx = e.bin();
-        let head = page - e.run_offset();
         let base = ChunkHeader::page_addr(chunk, head);
         let info = bin(idx);
-        let region = (addr - base) / info.size as usize;
         let run = Run(RunHeader::at(base, idx));
         // SAFETY: per the contract; we hold the lock.
         unsafe {

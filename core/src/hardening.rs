@@ -183,7 +183,10 @@ impl<C: Config> ArenaInner<C> {
                     if let Some((byte, len)) = self.safety.fill(h.bytes) {
                         checks::check_fill(h.addr, h.bytes, byte, len);
                     }
-                    self.put_small(chunk, page, e, h.addr);
+                    let head = page - e.run_offset();
+                    let base = ChunkHeader::page_addr(chunk, head);
+                    let region = (h.addr - base) / h.bytes;
+                    self.put_small(chunk, head, e.bin(), region);
                 }
                 LARGE => {
                     os::protect(h.addr as *mut u8, h.bytes, true);

@@ -78,8 +78,7 @@ enum Live {
 const ALLOC_HOOKS: DebugCaps = DebugCaps::CANARY
     .union(DebugCaps::GUARD)
     .union(DebugCaps::ZERO_SIZE)
-    .union(DebugCaps::JUNK)
-    .union(DebugCaps::SAMPLE);
+    .union(DebugCaps::JUNK);
 
 /// Why a page entry of kind `FREE` (or `META`) holds no allocation.
 fn why_free_page(bits: usize) -> FreeError {
@@ -328,6 +327,15 @@ impl<C: Config> Heap<C> {
         let Some(s) = self.shared() else {
             return ptr::null_mut();
         };
+        if C::DEBUG.contains(DebugCaps::SAMPLE)
+            && s.sampler.on()
+            && s.sampler.should_sample(size, align)
+        {
+            let p = Self::allocate_sampled(s, size, align, zero);
+            if !p.is_null() {
+                return p;
+            }
+        }
         if C::DEBUG.intersects(ALLOC_HOOKS) && s.alloc_hooks {
             return self.allocate_checked(s, size, align, zero);
         }
@@ -347,25 +355,24 @@ impl<C: Config> Heap<C> {
         }
     }
 
+    /// A sampled allocation (`sampled.rs`), or null if the pool is full.
+    #[cold]
+    #[inline(never)]
+    fn allocate_sampled(s: &Shared<C>, size: usize, align: usize, zero: bool) -> *mut u8 {
+        let p = s.sampler.alloc(size, align);
+        if C::DEBUG.contains(DebugCaps::JUNK) && s.safety.junk && !zero && !p.is_null() {
+            // SAFETY: a fresh sampled allocation of `size` bytes.
+            unsafe { crate::checks::fill(p as usize, size, JUNK_BYTE) };
+        }
+        p
+    }
+
     /// `allocate` with the debug options that act on the allocation itself: `malloc(0)` into
     /// the inaccessible region, canaries after small allocations, guard pages after large
     /// ones, junk.
     #[inline(never)]
     fn allocate_checked(&self, s: &Shared<C>, size: usize, align: usize, zero: bool) -> *mut u8 {
         let safety = &s.safety;
-        if C::DEBUG.contains(DebugCaps::SAMPLE)
-            && s.sampler.on()
-            && s.sampler.should_sample(size, align)
-        {
-            let p = s.sampler.alloc(size, align);
-            if !p.is_null() {
-                if C::DEBUG.contains(DebugCaps::JUNK) && safety.junk && !zero {
-                    // SAFETY: a fresh sampled allocation of `size` bytes.
-                    unsafe { crate::checks::fill(p as usize, size, JUNK_BYTE) };
-                }
-                return p;
-            }
-        }
         if C::DEBUG.contains(DebugCaps::ZERO_SIZE) && safety.zero_size && size == 0 {
             let p = s.zero_size.alloc();
             if !p.is_null() && (p as usize) % align == 0 {
