@@ -65,22 +65,18 @@ fn bad_pointers_are_named_not_followed() {
         assert_eq!(h.try_free(huge.add(2 << 20)), Err(FreeError::Interior));
         // The chunk header of the chunk holding `small`.
         let header = (small as usize & !((1 << 20) - 1)) as *mut u8;
-        assert_eq!(h.try_free(header), Err(FreeError::NotAllocated));
+        assert_eq!(h.try_free(header), Err(FreeError::NeverAllocated));
         // A region of the same run that was never handed out.
         let neighbour = small.add(48 * 5);
-        assert_eq!(h.try_free(neighbour), Err(FreeError::NotAllocated));
-        assert_eq!(h.usable_size(neighbour), Err(FreeError::NotAllocated));
+        assert_eq!(h.try_free(neighbour), Err(FreeError::NeverAllocated));
+        assert_eq!(h.usable_size(neighbour), Err(FreeError::NeverAllocated));
         h.check_invariants().unwrap();
         h.free(small);
-        assert_eq!(
-            h.try_free(small),
-            Err(FreeError::NotAllocated),
-            "double free"
-        );
+        assert_eq!(h.try_free(small), Err(FreeError::Freed), "double free");
         h.free(large);
         assert_eq!(
             h.try_free(large),
-            Err(FreeError::NotAllocated),
+            Err(FreeError::Freed),
             "double free of large"
         );
         h.free(huge);
@@ -150,7 +146,7 @@ fn free_of_a_bad_pointer_aborts_with_one_line() {
         &out,
         "free",
         p as usize,
-        "pointer not currently allocated (double free?)",
+        "pointer already freed (double free)",
     );
     // The parent's heap is untouched by all of this.
     h.check_invariants().unwrap();

@@ -20,7 +20,9 @@ use crate::lock::RawLock;
 use crate::os;
 use crate::page_map::{PageMap, TAG_CHUNK};
 use crate::policy::{Config, Removal, RunReuse};
+use crate::quarantine::Quarantine;
 use crate::run::{Run, RunHeader, RunRef};
+use crate::safety::Safety;
 use crate::size_class::{
     bin, round_up, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_PAGES, CHUNK_USABLE_PAGES, NBINS, PAGE,
 };
@@ -114,6 +116,14 @@ pub(crate) struct ArenaInner<C: Config> {
     /// The first unusable run a policy picked (verification builds): reported by `check`.
     #[cfg(feature = "verification")]
     unusable_pick: Option<(usize, usize)>,
+    /// The heap's debug options (`hardening.rs`).
+    pub(crate) safety: Safety,
+    /// Whether freeing takes the debug path.
+    pub(crate) debug_free: bool,
+    /// Whether small allocations take the debug hook.
+    pub(crate) debug_alloc: bool,
+    /// Freed allocations held back (`quarantine` option).
+    pub(crate) quarantine: Quarantine,
 }
 
 /// An arena.
@@ -130,7 +140,7 @@ unsafe impl<C: Config> Sync for Arena<C> {}
 unsafe impl<C: Config> Send for Arena<C> {}
 
 impl<C: Config> Arena<C> {
-    pub(crate) fn new(index: usize, dirty_max: usize) -> Self {
+    pub(crate) fn new(index: usize, dirty_max: usize, safety: Safety) -> Self {
         Arena {
             lock: RawLock::new(),
             index,
@@ -145,6 +155,10 @@ impl<C: Config> Arena<C> {
                 dirty_max,
                 #[cfg(feature = "verification")]
                 unusable_pick: None,
+                safety,
+                debug_free: crate::hardening::debug_free(&safety),
+                debug_alloc: crate::hardening::debug_alloc(&safety),
+                quarantine: Quarantine::new(),
             }),
         }
     }
@@ -450,7 +464,7 @@ impl<C: Config> ArenaInner<C> {
                     r.base()
                 ));
             }
-            let (p, known_zero) = r.take_region();
+            let (p, fresh, known_zero) = r.take_region();
             let bin = &mut self.bins[idx];
             if r.free() == 0 {
                 C::Reuse::remove(&mut bin.policy, run, Removal::Full);
@@ -460,6 +474,7 @@ impl<C: Config> ArenaInner<C> {
             bin.stats.live += 1;
             let size = BINS[idx].size as usize;
             self.stats.small_allocated += size;
+            self.on_alloc_small(p, size, fresh, zero);
             if zero && !known_zero {
                 ptr::write_bytes(p as *mut u8, 0, size);
             }
@@ -514,8 +529,50 @@ impl<C: Config> ArenaInner<C> {
         // SAFETY: `e` says a run of bin `idx` starts at `head`; we hold the lock.
         unsafe {
             if run.is_free(region) {
-                return Err(FreeError::NotAllocated);
+                return Err(Self::why_free(run, region));
             }
+            if self.checks_on_free() {
+                if let Some(done) = self.free_small_checked(addr, info.size as usize) {
+                    return done;
+                }
+            }
+            self.put_small(chunk, head, idx, region);
+        }
+        Ok(())
+    }
+
+    /// Why region `region` of `run`, which is free, cannot be freed.
+    ///
+    /// # Safety
+    /// The run is live and the lock held.
+    unsafe fn why_free(run: Run, region: usize) -> FreeError {
+        // SAFETY: per the contract.
+        if unsafe { run.never_allocated(region) } {
+            FreeError::NeverAllocated
+        } else {
+            FreeError::Freed
+        }
+    }
+
+    /// Puts region `region` of the run of bin `idx` that starts at page `head` of `chunk`
+    /// (validated as live by `free_small`) back into its run.
+    ///
+    /// # Safety
+    /// `chunk` is ours, a run of bin `idx` starts at `head`, the region is live, and the lock
+    /// is held.
+    #[inline(always)]
+    pub(crate) unsafe fn put_small(
+        &mut self,
+        chunk: *mut ChunkHeader,
+        head: usize,
+        idx: usize,
+        region: usize,
+    ) {
+        let base = ChunkHeader::page_addr(chunk, head);
+        let info = bin(idx);
+        let run = Run(RunHeader::at(base, idx));
+        // SAFETY: per the contract; we hold the lock.
+        unsafe {
             run.put_region(region);
             let rref = RunRef::<Links<C>>::new(run.0);
             let free = run.free();
@@ -532,7 +589,6 @@ impl<C: Config> ArenaInner<C> {
                 bin.stats.runs -= 1;
                 bin.stats.runs_released += 1;
                 self.release_pages(chunk, head, info.run_pages as usize);
-                return Ok(());
             } else if free == 1 {
                 C::Reuse::insert(&mut bin.policy, rref);
                 bin.stats.nonfull_runs += 1;
@@ -540,7 +596,6 @@ impl<C: Config> ArenaInner<C> {
                 C::Reuse::freed(&mut bin.policy, rref);
             }
         }
-        Ok(())
     }
 
     /// Checks that `addr` is a live region of the small run that page entry `e` describes;
@@ -558,9 +613,12 @@ impl<C: Config> ArenaInner<C> {
         let base = ChunkHeader::page_addr(chunk, page - e.run_offset());
         let info = bin(idx);
         let region = info.region_index(addr - base).ok_or(FreeError::Interior)?;
+        let run = Run(RunHeader::at(base, idx));
         // SAFETY: per the contract the run is live and the lock held.
-        if unsafe { Run(RunHeader::at(base, idx)).is_free(region) } {
-            return Err(FreeError::NotAllocated);
+        unsafe {
+            if run.is_free(region) {
+                return Err(Self::why_free(run, region));
+            }
         }
         Ok(info.size as usize)
     }
@@ -609,22 +667,11 @@ impl<C: Config> ArenaInner<C> {
         ChunkHeader::page_addr(chunk, page) as *mut u8
     }
 
-    /// Checks that `addr` with page entry `e` is a live large allocation; returns its pages.
-    pub fn large_pages(e: PageBits, addr: usize) -> Result<usize, FreeError> {
-        if !e.head() {
-            return Err(FreeError::Interior);
-        }
-        if addr % PAGE != 0 {
-            return Err(FreeError::Interior);
-        }
-        Ok(e.len())
-    }
-
     /// Frees the large allocation at `page`.
     ///
     /// # Safety
     /// `chunk` is ours and `page` heads a live large allocation of `pages` pages.
-    pub unsafe fn free_large(&mut self, chunk: *mut ChunkHeader, page: usize, pages: usize) {
+    pub(crate) unsafe fn free_large(&mut self, chunk: *mut ChunkHeader, page: usize, pages: usize) {
         self.stats.large_allocated -= pages * PAGE;
         self.stats.large_frees += 1;
         // SAFETY: per the contract.

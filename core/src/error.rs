@@ -9,8 +9,14 @@ pub enum FreeError {
     NotOurs,
     /// It points inside an allocation, not at its start.
     Interior,
-    /// It is the start of a region or page that is not allocated (a double free, or never
-    /// handed out).
+    /// It is the start of a region that was handed out and freed since (a double free), or of
+    /// a page freed since it was last in use.
+    Freed,
+    /// Nothing was ever allocated there: a region of a run above the highest one handed out,
+    /// or the chunk's own header.
+    NeverAllocated,
+    /// It lies in free pages the OS got back (purged or never used): no allocation is there,
+    /// and whether one ever was is no longer known.
     NotAllocated,
 }
 
@@ -20,7 +26,9 @@ impl FreeError {
         match self {
             FreeError::NotOurs => "pointer not allocated by this heap",
             FreeError::Interior => "pointer into the middle of an allocation",
-            FreeError::NotAllocated => "pointer not currently allocated (double free?)",
+            FreeError::Freed => "pointer already freed (double free)",
+            FreeError::NeverAllocated => "pointer never allocated (no allocation was made there)",
+            FreeError::NotAllocated => "pointer not allocated (its pages are free)",
         }
     }
 }

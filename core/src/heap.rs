@@ -10,8 +10,9 @@
 
 use crate::arena::{Arena, ArenaInner};
 use crate::base::Base;
-use crate::chunk::{ChunkHeader, LARGE, SMALL};
+use crate::chunk::{ChunkHeader, DIRTY, FREE, LARGE, SMALL};
 use crate::error::FreeError;
+use crate::guard::{self, LargeAt};
 use crate::huge::Huge;
 use crate::invariants::{Violation, ViolationKind};
 use crate::lock::RawLock;
@@ -19,10 +20,15 @@ use crate::os;
 use crate::page_map::{Owner, PageMap};
 use crate::policy::{ArenaChoice, Config, Options};
 use crate::report::fatal;
-use crate::size_class::{classify, round_up, SizeClass, CHUNK, CHUNK_HEADER_PAGES, PAGE};
+use crate::safety::{DebugCaps, Safety, CANARY_BYTES, JUNK_BYTE};
+use crate::sampled::Sampler;
+use crate::size_class::{
+    classify, round_up, SizeClass, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_USABLE_PAGES, PAGE,
+};
 use crate::stats::{ArenaStats, Stats};
 use crate::sync::{loom_const_fn, AtomicPtr, Ordering};
 use crate::thread::{ArenaCtx, ArenaPool, Step, MAX_ARENAS};
+use crate::zero_size::ZeroSize;
 use core::alloc::{GlobalAlloc, Layout};
 use core::marker::PhantomData;
 use core::ptr;
@@ -37,6 +43,13 @@ struct Shared<C: Config> {
     arena_lock: RawLock,
     arenas: [AtomicPtr<Arena<C>>; MAX_ARENAS],
     dirty_max: usize,
+    safety: Safety,
+    /// Whether `allocate` takes `allocate_checked`.
+    alloc_hooks: bool,
+    /// Whether pointers may lie outside the page map's chunks (`malloc(0)` slots, samples).
+    special_ptrs: bool,
+    zero_size: ZeroSize,
+    sampler: Sampler,
 }
 
 /// Where a live pointer lives.
@@ -47,12 +60,33 @@ enum Live {
     Large {
         chunk: *mut ChunkHeader,
         page: usize,
-        pages: usize,
+        at: LargeAt,
     },
     Huge {
         rec: usize,
         usable: usize,
     },
+    /// A `malloc(0)` slot (`zero_size.rs`).
+    ZeroSize,
+    /// A sampled allocation (`sampled.rs`) of this many bytes.
+    Sampled {
+        size: usize,
+    },
+}
+
+/// Debug capabilities with a hook on the allocation path in `Heap` itself.
+const ALLOC_HOOKS: DebugCaps = DebugCaps::CANARY
+    .union(DebugCaps::GUARD)
+    .union(DebugCaps::ZERO_SIZE)
+    .union(DebugCaps::JUNK);
+
+/// Why a page entry of kind `FREE` (or `META`) holds no allocation.
+fn why_free_page(bits: usize) -> FreeError {
+    if bits & crate::chunk::KIND_MASK == FREE && bits & DIRTY != 0 {
+        FreeError::Freed
+    } else {
+        FreeError::NotAllocated
+    }
 }
 
 /// A memory allocator with run-reuse and arena-choice policies fixed by `C`.
@@ -148,6 +182,8 @@ impl<C: Config> Heap<C> {
                 unsafe { os::unmap(mem.as_ptr().cast(), bytes) };
                 return None;
             };
+            let safety = self.options.safety;
+            Self::check_safety(&safety);
             let dirty_max = if self.options.dirty_max_pages == usize::MAX {
                 C::DIRTY_MAX_PAGES
             } else {
@@ -164,10 +200,26 @@ impl<C: Config> Heap<C> {
                     arena_lock: RawLock::new(),
                     arenas: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
                     dirty_max,
+                    safety,
+                    alloc_hooks: safety.needs().intersects(ALLOC_HOOKS),
+                    special_ptrs: safety
+                        .needs()
+                        .intersects(DebugCaps::ZERO_SIZE.union(DebugCaps::SAMPLE)),
+                    sampler: if C::DEBUG.contains(DebugCaps::SAMPLE) {
+                        Sampler::new(safety.sample, safety.sample_ms)
+                    } else {
+                        Sampler::off()
+                    },
+                    zero_size: if C::DEBUG.contains(DebugCaps::ZERO_SIZE) && safety.zero_size {
+                        ZeroSize::new()
+                    } else {
+                        ZeroSize::off()
+                    },
                 });
             }
             // SAFETY: just written; it does not move until the heap drops (which unregisters).
             let shared = unsafe { &*mem.as_ptr() };
+            shared.sampler.register();
             shared.pool.register(
                 reg,
                 mem.as_ptr() as *const (),
@@ -183,6 +235,29 @@ impl<C: Config> Heap<C> {
             crate::fork::install();
         }
         shared
+    }
+
+    /// Refuses options that ask for a check the config does not compile in, or that are
+    /// inconsistent: a heap silently without the checks asked for would mislead.
+    #[cold]
+    fn check_safety(safety: &Safety) {
+        if let Err(why) = safety.validate() {
+            fatal(format_args!("bad debug options: {why}"));
+        }
+        let needs = safety.needs();
+        if !C::DEBUG.contains(needs) {
+            struct Missing(DebugCaps);
+            impl core::fmt::Display for Missing {
+                fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                    self.0.write_names(f)
+                }
+            }
+            fatal(format_args!(
+                "config {} does not compile in the debug checks asked for ({}); set Config::DEBUG",
+                C::NAME,
+                Missing(needs)
+            ));
+        }
     }
 
     // ---- arenas -----------------------------------------------------------------------------
@@ -215,7 +290,7 @@ impl<C: Config> Heap<C> {
             )?;
             let a = mem.as_ptr().cast::<Arena<C>>();
             // SAFETY: fresh metadata of the right size and alignment.
-            unsafe { a.write(Arena::new(i, s.dirty_max)) };
+            unsafe { a.write(Arena::new(i, s.dirty_max, s.safety)) };
             s.arenas[i].store(a, Ordering::Release);
             // SAFETY: just published.
             return Some(unsafe { &*a });
@@ -252,6 +327,18 @@ impl<C: Config> Heap<C> {
         let Some(s) = self.shared() else {
             return ptr::null_mut();
         };
+        if C::DEBUG.contains(DebugCaps::SAMPLE)
+            && s.sampler.on()
+            && s.sampler.should_sample(size, align)
+        {
+            let p = Self::allocate_sampled(s, size, align, zero);
+            if !p.is_null() {
+                return p;
+            }
+        }
+        if C::DEBUG.intersects(ALLOC_HOOKS) && s.alloc_hooks {
+            return self.allocate_checked(s, size, align, zero);
+        }
         match classify(size, align) {
             Some(SizeClass::Small(idx)) => match self.choose_arena(s, size) {
                 Some(a) => a.with(|inner| inner.alloc_small(idx, zero, a, a.index(), &s.map)),
@@ -263,6 +350,90 @@ impl<C: Config> Heap<C> {
                 }
                 None => ptr::null_mut(),
             },
+            Some(SizeClass::Huge(bytes)) => s.huge.alloc(bytes, align, &s.base, &s.map),
+            None => ptr::null_mut(),
+        }
+    }
+
+    /// A sampled allocation (`sampled.rs`), or null if the pool is full.
+    #[cold]
+    #[inline(never)]
+    fn allocate_sampled(s: &Shared<C>, size: usize, align: usize, zero: bool) -> *mut u8 {
+        let p = s.sampler.alloc(size, align);
+        if C::DEBUG.contains(DebugCaps::JUNK) && s.safety.junk && !zero && !p.is_null() {
+            // SAFETY: a fresh sampled allocation of `size` bytes.
+            unsafe { crate::checks::fill(p as usize, size, JUNK_BYTE) };
+        }
+        p
+    }
+
+    /// `allocate` with the debug options that act on the allocation itself: `malloc(0)` into
+    /// the inaccessible region, canaries after small allocations, guard pages after large
+    /// ones, junk.
+    #[inline(never)]
+    fn allocate_checked(&self, s: &Shared<C>, size: usize, align: usize, zero: bool) -> *mut u8 {
+        let safety = &s.safety;
+        if C::DEBUG.contains(DebugCaps::ZERO_SIZE) && safety.zero_size && size == 0 {
+            let p = s.zero_size.alloc();
+            if !p.is_null() && (p as usize) % align == 0 {
+                return p;
+            }
+            if !p.is_null() {
+                // Over-aligned zero-size requests are ordinary allocations.
+                let _ = s.zero_size.check(p as usize, true);
+            }
+        }
+        let canary = C::DEBUG.contains(DebugCaps::CANARY) && safety.canary;
+        let request = if canary {
+            size.saturating_add(CANARY_BYTES)
+        } else {
+            size
+        };
+        match classify(request, align) {
+            Some(SizeClass::Small(idx)) => {
+                let Some(a) = self.choose_arena(s, size) else {
+                    return ptr::null_mut();
+                };
+                let p = a.with(|inner| inner.alloc_small(idx, zero, a, a.index(), &s.map));
+                if canary && !p.is_null() {
+                    // SAFETY: a fresh region of `BINS[idx].size >= size + CANARY_BYTES` bytes.
+                    unsafe {
+                        crate::checks::write_canary(p as usize, size, BINS[idx].size as usize)
+                    };
+                }
+                p
+            }
+            Some(SizeClass::Large(pages)) => {
+                let Some(a) = self.choose_arena(s, size) else {
+                    return ptr::null_mut();
+                };
+                // The pages of the request itself: a canary has no place in a large one.
+                let pages = match classify(size, align) {
+                    Some(SizeClass::Large(p)) => p,
+                    _ => pages,
+                };
+                let extra = if align > PAGE { align / PAGE - 1 } else { 0 };
+                let guarded = C::DEBUG.contains(DebugCaps::GUARD)
+                    && safety.guard
+                    && pages + 1 + extra <= CHUNK_USABLE_PAGES;
+                let pages = pages + usize::from(guarded);
+                let p = a.with(|inner| {
+                    let p = inner.alloc_large(pages, align, zero, a, a.index(), &s.map);
+                    if guarded && !p.is_null() {
+                        let chunk = ChunkHeader::of(p as usize);
+                        let page = ChunkHeader::page_index(p as usize);
+                        // SAFETY: a large allocation of `pages >= 2` pages just made, under
+                        // the lock.
+                        return unsafe { guard::arm(chunk, page, pages, size, align) } as *mut u8;
+                    }
+                    p
+                });
+                if C::DEBUG.contains(DebugCaps::JUNK) && safety.junk && !zero && !p.is_null() {
+                    // SAFETY: a fresh allocation of at least `size` bytes.
+                    unsafe { crate::checks::fill(p as usize, size, JUNK_BYTE) };
+                }
+                p
+            }
             Some(SizeClass::Huge(bytes)) => s.huge.alloc(bytes, align, &s.base, &s.map),
             None => ptr::null_mut(),
         }
@@ -287,13 +458,21 @@ impl<C: Config> Heap<C> {
     /// Validates `addr` as a live allocation of this heap.
     fn live(&self, addr: usize) -> Result<Live, FreeError> {
         let s = self.shared_if_init().ok_or(FreeError::NotOurs)?;
+        if Self::SPECIAL && s.special_ptrs {
+            if s.zero_size.contains(addr) {
+                return s.zero_size.check(addr, false).map(|()| Live::ZeroSize);
+            }
+            if s.sampler.contains(addr) {
+                return s.sampler.live(addr).map(|size| Live::Sampled { size });
+            }
+        }
         match s.map.lookup(addr) {
             Owner::None => Err(FreeError::NotOurs),
             Owner::Chunk(c) => {
                 let chunk = c as *mut ChunkHeader;
                 let page = ChunkHeader::page_index(addr);
                 if page < CHUNK_HEADER_PAGES {
-                    return Err(FreeError::NotAllocated);
+                    return Err(FreeError::NeverAllocated);
                 }
                 // SAFETY: the page map says `chunk` is one of our live chunks; its arena field
                 // is fixed for the chunk's life.
@@ -305,12 +484,10 @@ impl<C: Config> Heap<C> {
                         // SAFETY: a SMALL entry of our chunk, under the lock.
                         SMALL => unsafe { ArenaInner::<C>::small_usable(chunk, page, e, addr) }
                             .map(|usable| Live::Small { usable }),
-                        LARGE => ArenaInner::<C>::large_pages(e, addr).map(|pages| Live::Large {
-                            chunk,
-                            page,
-                            pages,
-                        }),
-                        _ => Err(FreeError::NotAllocated),
+                        // SAFETY: a LARGE entry of our chunk, under the lock.
+                        LARGE => unsafe { Self::large_at(chunk, page, e, addr) }
+                            .map(|at| Live::Large { chunk, page, at }),
+                        _ => Err(why_free_page(e.0)),
                     }
                 })
             }
@@ -322,12 +499,79 @@ impl<C: Config> Heap<C> {
         }
     }
 
-    /// Usable size of the live allocation at `ptr`, or why it is not one.
+    /// Whether pointers outside the page map can be ours (compiled in).
+    const SPECIAL: bool = C::DEBUG.intersects(DebugCaps::ZERO_SIZE.union(DebugCaps::SAMPLE));
+
+    /// The large allocation at `addr`, whose head page entry is `e`.
+    ///
+    /// # Safety
+    /// As for `guard::large_at`.
+    #[inline(always)]
+    unsafe fn large_at(
+        chunk: *mut ChunkHeader,
+        page: usize,
+        e: crate::chunk::PageBits,
+        addr: usize,
+    ) -> Result<LargeAt, FreeError> {
+        // SAFETY: forwarded contract.
+        unsafe { guard::large_at(chunk, page, e, addr, C::DEBUG.contains(DebugCaps::GUARD)) }
+    }
+
+    /// Usable size of the live allocation at `ptr`, or why it is not one. With canaries on,
+    /// a small allocation's usable size is the size requested (the canary follows it).
     pub fn usable_size(&self, ptr: *const u8) -> Result<usize, FreeError> {
         self.live(ptr as usize).map(|l| match l {
-            Live::Small { usable } | Live::Huge { usable, .. } => usable,
-            Live::Large { pages, .. } => pages * PAGE,
+            Live::Small { usable } => self.small_usable(ptr as usize, usable),
+            Live::Huge { usable, .. } => usable,
+            Live::Large { at, .. } => at.usable,
+            Live::ZeroSize => 0,
+            Live::Sampled { size } => size,
         })
+    }
+
+    /// Whether the live allocation at `ptr` could have been requested as `size` bytes aligned
+    /// to `align`: a request of that size would have been given the same usable size (with
+    /// canaries on, a small one records its exact size). For sized deallocation checks (C++
+    /// sized `delete`). Errors as for `usable_size`.
+    pub fn size_fits(&self, ptr: *const u8, size: usize, align: usize) -> Result<bool, FreeError> {
+        let live = self.live(ptr as usize)?;
+        let canary = C::DEBUG.contains(DebugCaps::CANARY) && self.options.safety.canary;
+        let request = if canary {
+            size.saturating_add(CANARY_BYTES)
+        } else {
+            size
+        };
+        let same_class = |usable: usize| {
+            classify(request, align.max(crate::size_class::QUANTUM))
+                .is_some_and(|c| crate::size_class::usable(c) == usable)
+        };
+        Ok(match live {
+            Live::ZeroSize => size == 0,
+            Live::Sampled { size: s } => size == s,
+            Live::Small { usable } if canary => self.small_usable(ptr as usize, usable) == size,
+            Live::Small { usable } | Live::Huge { usable, .. } => same_class(usable),
+            Live::Large { at, .. } if at.guarded => {
+                // The start sits as close to the guard as the alignment allowed.
+                let slack = if at.start % PAGE == 0 {
+                    PAGE
+                } else {
+                    align.max(crate::size_class::QUANTUM)
+                };
+                size <= at.usable && at.usable - size < slack
+            }
+            Live::Large { at, .. } => same_class(at.usable),
+        })
+    }
+
+    /// The bytes the program may use of the live small region at `addr` of `usable` bytes.
+    #[inline(always)]
+    fn small_usable(&self, addr: usize, usable: usize) -> usize {
+        if C::DEBUG.contains(DebugCaps::CANARY) && self.options.safety.canary {
+            // SAFETY: `addr` was just validated as a live region of `usable` bytes, which
+            // has a canary since canaries are on. A corrupted size field reads as the region.
+            return unsafe { crate::checks::canary_size(addr, usable) }.unwrap_or(usable);
+        }
+        usable
     }
 
     /// Whether `ptr` lies in memory this heap manages (a chunk or huge mapping); looks only at
@@ -354,13 +598,21 @@ impl<C: Config> Heap<C> {
     pub unsafe fn try_free(&self, ptr: *mut u8) -> Result<(), FreeError> {
         let addr = ptr as usize;
         let s = self.shared_if_init().ok_or(FreeError::NotOurs)?;
+        if Self::SPECIAL && s.special_ptrs {
+            if s.zero_size.contains(addr) {
+                return s.zero_size.check(addr, true);
+            }
+            if s.sampler.contains(addr) {
+                return s.sampler.free(addr);
+            }
+        }
         match s.map.lookup(addr) {
             Owner::None => Err(FreeError::NotOurs),
             Owner::Chunk(c) => {
                 let chunk = c as *mut ChunkHeader;
                 let page = ChunkHeader::page_index(addr);
                 if page < CHUNK_HEADER_PAGES {
-                    return Err(FreeError::NotAllocated);
+                    return Err(FreeError::NeverAllocated);
                 }
                 // SAFETY: as in `live`.
                 let arena = unsafe { &*((*chunk).arena as *const Arena<C>) };
@@ -372,11 +624,14 @@ impl<C: Config> Heap<C> {
                         match e.kind() {
                             SMALL => inner.free_small(chunk, page, e, addr),
                             LARGE => {
-                                let pages = ArenaInner::<C>::large_pages(e, addr)?;
-                                inner.free_large(chunk, page, pages);
+                                let at = Self::large_at(chunk, page, e, addr)?;
+                                if inner.checks_on_free() {
+                                    return inner.free_large_checked(chunk, page, at);
+                                }
+                                inner.free_large(chunk, page, at.pages);
                                 Ok(())
                             }
-                            _ => Err(FreeError::NotAllocated),
+                            _ => Err(why_free_page(e.0)),
                         }
                     }
                 })
@@ -404,6 +659,13 @@ impl<C: Config> Heap<C> {
         }
         // SAFETY: forwarded contract.
         if let Err(e) = unsafe { self.try_free(ptr) } {
+            if C::DEBUG.contains(DebugCaps::SAMPLE) {
+                if let Some(s) = self.shared_if_init() {
+                    if s.sampler.contains(ptr as usize) {
+                        s.sampler.report_bad_free(ptr as usize, e);
+                    }
+                }
+            }
             fatal(format_args!("free({:#x}): {}", ptr as usize, e));
         }
     }
@@ -445,12 +707,19 @@ impl<C: Config> Heap<C> {
             Live::Small { usable } => {
                 if crate::size_class::usable(new_class) == usable
                     && matches!(new_class, SizeClass::Small(_))
+                    && !(C::DEBUG.contains(DebugCaps::CANARY) && s.safety.canary)
                 {
                     return ptr;
                 }
                 usable
             }
-            Live::Large { chunk, page, pages } => {
+            Live::ZeroSize => 0,
+            Live::Sampled { size } => size,
+            Live::Large {
+                chunk,
+                page,
+                at: LargeAt { pages, .. },
+            } if !(C::DEBUG.contains(DebugCaps::GUARD) && s.safety.guard) => {
                 if let SizeClass::Large(new_pages) = new_class {
                     if align <= PAGE || (ptr as usize) % align == 0 {
                         // SAFETY: `live` validated the allocation; its arena is the chunk's.
@@ -465,6 +734,7 @@ impl<C: Config> Heap<C> {
                 }
                 pages * PAGE
             }
+            Live::Large { at, .. } => at.usable,
             Live::Huge { rec, usable } => {
                 if let SizeClass::Huge(bytes) = new_class {
                     if (ptr as usize) % align.max(CHUNK) == 0 {
@@ -629,10 +899,12 @@ impl<C: Config> Heap<C> {
                 s.pool.lock();
                 s.base.lock();
                 s.huge.lock();
+                s.sampler.lock();
                 Self::each_arena(s, |a| a.lock());
             }
             Step::Unlock => {
                 Self::each_arena(s, |a| a.unlock());
+                s.sampler.unlock();
                 s.huge.unlock();
                 s.base.unlock();
                 s.pool.unlock();
@@ -640,6 +912,7 @@ impl<C: Config> Heap<C> {
             }
             Step::Reset => {
                 Self::each_arena(s, |a| a.reset_lock());
+                s.sampler.reset_lock();
                 s.huge.reset_lock();
                 s.base.reset_lock();
                 s.pool.reset_lock();

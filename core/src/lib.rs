@@ -13,6 +13,8 @@
 //! | shim | `sync.rs` | atomics, cells, thread-locals, globals (std or loom) |
 //! | platform | `os.rs` | mmap/munmap/madvise/mremap, futex, stderr, CPU count |
 //! | | `report.rs` | messages and fatal errors without allocating |
+//! | | `safety.rs` | the debug options: compiled-in capabilities, run-time choices, profiles |
+//! | | `checks.rs` | fills, fill checks and canaries over memory, and their reports |
 //! | | `lock.rs` | `RawLock`, a futex lock with explicit lock/unlock (fork-friendly) |
 //! | geometry | `size_class.rs` | size classes, run geometry, `classify` |
 //! | metadata | `page_map.rs` | address → chunk or huge record, O(1), without touching memory |
@@ -23,6 +25,11 @@
 //! | | `thread.rs` | thread bindings, thread exit, arena pool (`ArenaCtx`) |
 //! | | `fork.rs` | `fork()` safety for every heap in the process (`pthread_atfork`) |
 //! | engine | `arena.rs` | bins, free page runs, purging, small and large paths |
+//! | | `quarantine.rs` | an arena's FIFO of freed allocations held back |
+//! | | `guard.rs` | guard pages after large allocations; where a large allocation starts |
+//! | | `hardening.rs` | the debug options' hooks in the arena's paths |
+//! | | `zero_size.rs` | `malloc(0)` into an inaccessible region |
+//! | | `sampled.rs` | sampled guarded allocations and their fault reports |
 //! | | `huge.rs` | huge mappings |
 //! | | `heap.rs` | `Heap<C>`: init, dispatch, free, realloc, stats, invariants |
 //! | results | `stats.rs`, `invariants.rs`, `error.rs` | what the heap reports |
@@ -43,7 +50,9 @@ pub mod sync;
 pub mod lock;
 pub mod os;
 pub mod report;
+pub mod safety;
 
+mod checks;
 pub mod size_class;
 
 mod base;
@@ -56,8 +65,13 @@ pub mod policy;
 mod thread;
 
 mod arena;
+mod guard;
+mod hardening;
 mod heap;
 mod huge;
+mod quarantine;
+mod sampled;
+mod zero_size;
 
 mod error;
 pub mod invariants;
@@ -72,6 +86,7 @@ pub use heap::Heap;
 pub use invariants::{Violation, ViolationKind};
 pub use policy::{ArenaChoice, ArenaCtx, Config, Options, Removal, RunReuse};
 pub use run::RunRef;
+pub use safety::{DebugCaps, Poison, Safety};
 pub use stats::{ArenaStats, BinStats, Stats};
 #[cfg(loom)]
 pub use thread::loom_thread_exit;

@@ -86,6 +86,48 @@ pub unsafe fn purge(ptr: *mut u8, size: usize) {
     unsafe { libc::madvise(ptr.cast(), size, libc::MADV_DONTNEED) };
 }
 
+/// Makes a range inaccessible (`accessible` false) or readable and writable again. Used by the
+/// debug checks for guard pages, quarantined memory and the `malloc(0)` region.
+///
+/// # Safety
+/// The range must be page-aligned memory mapped by this module; while it is inaccessible,
+/// nothing of ours may read or write it.
+pub unsafe fn protect(ptr: *mut u8, size: usize, accessible: bool) {
+    let prot = if accessible {
+        libc::PROT_READ | libc::PROT_WRITE
+    } else {
+        libc::PROT_NONE
+    };
+    // SAFETY: the caller guarantees the range is ours; changing protection moves no memory.
+    let r = unsafe { libc::mprotect(ptr.cast(), size, prot) };
+    if r != 0 {
+        crate::report::fatal(format_args!(
+            "mprotect({:#x}, {}) failed (too many mappings? see vm.max_map_count)",
+            ptr as usize, size
+        ));
+    }
+}
+
+/// Reserves `size` bytes of inaccessible address space (no memory behind it).
+pub fn reserve(size: usize) -> Option<NonNull<u8>> {
+    // SAFETY: an anonymous private mapping with no fixed address clobbers nothing.
+    let p = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            size,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        None
+    } else {
+        NonNull::new(p.cast())
+    }
+}
+
 /// Grows or shrinks a mapping in place (never moves it). Returns false if the kernel could not.
 ///
 /// # Safety

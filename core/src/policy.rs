@@ -8,6 +8,7 @@
 //! Concrete policies live in `alloclab-policies`; this crate knows none of them.
 
 use crate::run::RunRef;
+use crate::safety::{DebugCaps, Safety};
 pub use crate::thread::ArenaCtx;
 
 /// Why a run leaves a policy's set of non-full runs.
@@ -103,6 +104,9 @@ pub struct Options {
     /// Whether the heap's first use installs the process-wide `pthread_atfork` handlers of
     /// `alloclab::fork` (once per process). Off only for a program that installs its own.
     pub fork_handlers: bool,
+    /// Debug and hardening checks (`safety.rs`); each must be compiled into the config
+    /// (`Config::DEBUG`), or the heap refuses to start with a message saying which is missing.
+    pub safety: Safety,
 }
 
 impl Options {
@@ -111,6 +115,7 @@ impl Options {
         narenas: 0,
         dirty_max_pages: usize::MAX,
         fork_handlers: true,
+        safety: Safety::OFF,
     };
 }
 
@@ -130,6 +135,10 @@ pub trait Config: 'static {
     const NAME: &'static str;
     /// Dirty pages an arena keeps before it purges (mozjemalloc's default: 256 pages, 1 MiB).
     const DIRTY_MAX_PAGES: usize = 256;
+    /// The debug checks compiled in, which `Options::safety` may turn on at run time. The
+    /// default, none, compiles every check away; `DebugCaps::ALL` makes each one a run-time
+    /// choice (one test of a flag when off).
+    const DEBUG: DebugCaps = DebugCaps::NONE;
 
     /// Writes a full description: the name, then the policies.
     fn describe(w: &mut dyn core::fmt::Write) -> core::fmt::Result {

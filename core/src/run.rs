@@ -1,13 +1,15 @@
 //! Runs: the pages of one small class, cut into equal regions.
 //!
 //! The header sits at the end of the run (see `size_class`): 32 bytes of links that belong to
-//! the run-reuse policy, then the bin index, the free count, a hint (first bitmap word that may
-//! hold a free region), the index from which regions are still known to be zero, the run's own
-//! start address (a cheap corruption check), and the free-region bitmap (bit set = free).
+//! the run-reuse policy, then the bin index, whether the run's pages were dirty, the free count,
+//! a hint (first bitmap word that may hold a free region), the high-water mark (the index from
+//! which regions were never handed out), the run's own start address (a cheap corruption
+//! check), and the free-region bitmap (bit set = free).
 //!
 //! Regions are always taken lowest-first, so in a run made of clean pages every region above
 //! the highest one ever handed out is still zero: a zeroed allocation from there needs no
-//! memset (and touches no page the program did not ask for).
+//! memset (and touches no page the program did not ask for). In any run, a region above the
+//! mark was never allocated, which lets `free` tell "never allocated" from "already freed".
 //! `RunRef` is the handle policies receive; it exposes the links and read-only facts.
 
 use crate::size_class::{bin, BinInfo};
@@ -23,7 +25,8 @@ pub const LINK_BYTES: usize = 32;
 pub struct RunHeader {
     links: [Cell<usize>; LINK_BYTES / 8],
     bin: u8,
-    _pad: u8,
+    /// 1 if the run was made of pages that were not all known to be zero.
+    dirty: u8,
     free: u16,
     hint: u16,
     zero_from: u16,
@@ -59,10 +62,10 @@ impl RunHeader {
             h.as_ptr().write(RunHeader {
                 links: Default::default(),
                 bin: bin_index as u8,
-                _pad: 0,
+                dirty: u8::from(!clean),
                 free: info.capacity as u16,
                 hint: 0,
-                zero_from: if clean { 0 } else { info.capacity as u16 },
+                zero_from: 0,
                 base,
             });
             h.as_ptr().cast::<L>().write(L::default());
@@ -137,10 +140,10 @@ impl Run {
         bin(unsafe { self.bin_index() })
     }
 
-    /// Takes the lowest free region. The run must have one. Returns its address and whether
-    /// it is known to be zero.
+    /// Takes the lowest free region. The run must have one. Returns its address, whether it
+    /// was never handed out before, and whether it is known to be zero.
     #[inline(always)]
-    pub unsafe fn take_region(&self) -> (usize, bool) {
+    pub unsafe fn take_region(&self) -> (usize, bool, bool) {
         // SAFETY: see `free`; the bitmap has `bitmap_words` words.
         unsafe {
             let h = self.h();
@@ -155,15 +158,22 @@ impl Run {
                     *words.add(w) = v & (v - 1);
                     (*h).hint = w as u16;
                     (*h).free -= 1;
-                    let zero = idx >= (*h).zero_from as usize;
-                    if zero {
+                    let above = idx >= (*h).zero_from as usize;
+                    if above {
                         (*h).zero_from = idx as u16 + 1;
                     }
-                    return ((*h).base + idx * info.size as usize, zero);
+                    let zero = above && (*h).dirty == 0;
+                    return ((*h).base + idx * info.size as usize, above, zero);
                 }
                 w += 1;
             }
         }
+    }
+
+    /// Whether region `idx` was never handed out since the run was made.
+    pub unsafe fn never_allocated(&self, idx: usize) -> bool {
+        // SAFETY: see `free`.
+        unsafe { idx >= (*self.h()).zero_from as usize }
     }
 
     /// Whether region `idx` is free.
@@ -337,8 +347,9 @@ mod tests {
                     assert_eq!(run.bitmap_popcount(), cap);
                     assert!(run.header_ok(base) && run.bitmap_shape_ok());
                     for i in 0..cap {
-                        let (p, zero) = run.take_region();
+                        let (p, fresh, zero) = run.take_region();
                         assert_eq!(p, base + i * info.size as usize);
+                        assert!(fresh);
                         assert!(zero, "a clean run's untouched regions are zero");
                     }
                     assert_eq!((run.free(), run.bitmap_popcount()), (0, 0));
@@ -347,8 +358,10 @@ mod tests {
                     run.put_region(cap / 2);
                     assert!(run.is_free(cap / 2) && !run.is_free(0));
                     assert!(run.bitmap_shape_ok());
-                    let (p, zero) = run.take_region();
+                    assert!(run.never_allocated(cap) && !run.never_allocated(cap - 1));
+                    let (p, fresh, zero) = run.take_region();
                     assert_eq!(p, base + (cap / 2) * info.size as usize);
+                    assert!(!fresh);
                     assert!(!zero, "a reused region is not known zero");
                     assert_eq!(run.free(), 1);
                 }
@@ -357,11 +370,14 @@ mod tests {
     }
 
     #[test]
-    fn dirty_runs_promise_nothing() {
+    fn dirty_runs_promise_nothing_but_the_high_water_mark() {
         with_run(small_index(64), false, |run, _| {
             // SAFETY: as above.
-            let (_, zero) = unsafe { run.take_region() };
-            assert!(!zero);
+            unsafe {
+                let (_, fresh, zero) = run.take_region();
+                assert!(fresh && !zero);
+                assert!(!run.never_allocated(0) && run.never_allocated(1));
+            }
         });
     }
 }

@@ -228,5 +228,201 @@ macro_rules! export {
         pub extern "C" fn _Exit(status: ::core::ffi::c_int) -> ! {
             $crate::log::exit_now(status)
         }
+
+        /// The C++ operators (x86-64 only: see `cxx.rs`).
+        #[cfg(target_arch = "x86_64")]
+        mod alloclab_cplusplus {
+            use $crate::cxx;
+            use ::core::ffi::c_void;
+
+            // ---- C++ operator new and delete (Itanium mangled names; see `cxx.rs`) -----------------------
+            //
+            // The throwing `new`s jump to `cxx.rs`'s assembly loop (which may throw); each is that jump
+            // alone. `align_val_t` is a `size_t`; `const nothrow_t&` is a pointer the operators ignore.
+
+            /// `operator new(size_t)`.
+            #[no_mangle]
+            pub extern "C" fn _Znwm(size: usize) -> *mut c_void {
+                $crate::__alloclab_tail_new!(size, 0usize)
+            }
+
+            /// `operator new[](size_t)`.
+            #[no_mangle]
+            pub extern "C" fn _Znam(size: usize) -> *mut c_void {
+                $crate::__alloclab_tail_new!(size, 0usize)
+            }
+
+            /// `operator new(size_t, const std::nothrow_t&)`.
+            #[no_mangle]
+            pub extern "C" fn _ZnwmRKSt9nothrow_t(size: usize, _: *const c_void) -> *mut c_void {
+                cxx::try_new(size, 0)
+            }
+
+            /// `operator new[](size_t, const std::nothrow_t&)`.
+            #[no_mangle]
+            pub extern "C" fn _ZnamRKSt9nothrow_t(size: usize, _: *const c_void) -> *mut c_void {
+                cxx::try_new(size, 0)
+            }
+
+            /// `operator new(size_t, std::align_val_t)`.
+            #[no_mangle]
+            pub extern "C" fn _ZnwmSt11align_val_t(size: usize, align: usize) -> *mut c_void {
+                $crate::__alloclab_tail_new!(size, align)
+            }
+
+            /// `operator new[](size_t, std::align_val_t)`.
+            #[no_mangle]
+            pub extern "C" fn _ZnamSt11align_val_t(size: usize, align: usize) -> *mut c_void {
+                $crate::__alloclab_tail_new!(size, align)
+            }
+
+            /// `operator new(size_t, std::align_val_t, const std::nothrow_t&)`.
+            #[no_mangle]
+            pub extern "C" fn _ZnwmSt11align_val_tRKSt9nothrow_t(
+                size: usize,
+                align: usize,
+                _: *const c_void,
+            ) -> *mut c_void {
+                cxx::try_new(size, align)
+            }
+
+            /// `operator new[](size_t, std::align_val_t, const std::nothrow_t&)`.
+            #[no_mangle]
+            pub extern "C" fn _ZnamSt11align_val_tRKSt9nothrow_t(
+                size: usize,
+                align: usize,
+                _: *const c_void,
+            ) -> *mut c_void {
+                cxx::try_new(size, align)
+            }
+
+            /// `operator delete(void*)`.
+            ///
+            /// # Safety
+            /// C++'s contract: `p` is null or from the matching `new`, not used afterwards.
+            #[no_mangle]
+            pub unsafe extern "C" fn _ZdlPv(p: *mut c_void) {
+                // SAFETY: forwarded contract.
+                unsafe { cxx::delete(p) }
+            }
+
+            /// `operator delete[](void*)`.
+            ///
+            /// # Safety
+            /// As for `_ZdlPv`.
+            #[no_mangle]
+            pub unsafe extern "C" fn _ZdaPv(p: *mut c_void) {
+                // SAFETY: forwarded contract.
+                unsafe { cxx::delete(p) }
+            }
+
+            /// `operator delete(void*, const std::nothrow_t&)`.
+            ///
+            /// # Safety
+            /// As for `_ZdlPv`.
+            #[no_mangle]
+            pub unsafe extern "C" fn _ZdlPvRKSt9nothrow_t(p: *mut c_void, _: *const c_void) {
+                // SAFETY: forwarded contract.
+                unsafe { cxx::delete(p) }
+            }
+
+            /// `operator delete[](void*, const std::nothrow_t&)`.
+            ///
+            /// # Safety
+            /// As for `_ZdlPv`.
+            #[no_mangle]
+            pub unsafe extern "C" fn _ZdaPvRKSt9nothrow_t(p: *mut c_void, _: *const c_void) {
+                // SAFETY: forwarded contract.
+                unsafe { cxx::delete(p) }
+            }
+
+            /// `operator delete(void*, size_t)`.
+            ///
+            /// # Safety
+            /// As for `_ZdlPv`; `size` is the size given to `new`.
+            #[no_mangle]
+            pub unsafe extern "C" fn _ZdlPvm(p: *mut c_void, size: usize) {
+                // SAFETY: forwarded contract.
+                unsafe { cxx::delete_sized(p, size, 0) }
+            }
+
+            /// `operator delete[](void*, size_t)`.
+            ///
+            /// # Safety
+            /// As for `_ZdlPvm`.
+            #[no_mangle]
+            pub unsafe extern "C" fn _ZdaPvm(p: *mut c_void, size: usize) {
+                // SAFETY: forwarded contract.
+                unsafe { cxx::delete_sized(p, size, 0) }
+            }
+
+            /// `operator delete(void*, std::align_val_t)`.
+            ///
+            /// # Safety
+            /// As for `_ZdlPv`.
+            #[no_mangle]
+            pub unsafe extern "C" fn _ZdlPvSt11align_val_t(p: *mut c_void, _align: usize) {
+                // SAFETY: forwarded contract.
+                unsafe { cxx::delete(p) }
+            }
+
+            /// `operator delete[](void*, std::align_val_t)`.
+            ///
+            /// # Safety
+            /// As for `_ZdlPv`.
+            #[no_mangle]
+            pub unsafe extern "C" fn _ZdaPvSt11align_val_t(p: *mut c_void, _align: usize) {
+                // SAFETY: forwarded contract.
+                unsafe { cxx::delete(p) }
+            }
+
+            /// `operator delete(void*, size_t, std::align_val_t)`.
+            ///
+            /// # Safety
+            /// As for `_ZdlPvm`.
+            #[no_mangle]
+            pub unsafe extern "C" fn _ZdlPvmSt11align_val_t(p: *mut c_void, size: usize, align: usize) {
+                // SAFETY: forwarded contract.
+                unsafe { cxx::delete_sized(p, size, align) }
+            }
+
+            /// `operator delete[](void*, size_t, std::align_val_t)`.
+            ///
+            /// # Safety
+            /// As for `_ZdlPvm`.
+            #[no_mangle]
+            pub unsafe extern "C" fn _ZdaPvmSt11align_val_t(p: *mut c_void, size: usize, align: usize) {
+                // SAFETY: forwarded contract.
+                unsafe { cxx::delete_sized(p, size, align) }
+            }
+
+            /// `operator delete(void*, std::align_val_t, const std::nothrow_t&)`.
+            ///
+            /// # Safety
+            /// As for `_ZdlPv`.
+            #[no_mangle]
+            pub unsafe extern "C" fn _ZdlPvSt11align_val_tRKSt9nothrow_t(
+                p: *mut c_void,
+                _align: usize,
+                _: *const c_void,
+            ) {
+                // SAFETY: forwarded contract.
+                unsafe { cxx::delete(p) }
+            }
+
+            /// `operator delete[](void*, std::align_val_t, const std::nothrow_t&)`.
+            ///
+            /// # Safety
+            /// As for `_ZdlPv`.
+            #[no_mangle]
+            pub unsafe extern "C" fn _ZdaPvSt11align_val_tRKSt9nothrow_t(
+                p: *mut c_void,
+                _align: usize,
+                _: *const c_void,
+            ) {
+                // SAFETY: forwarded contract.
+                unsafe { cxx::delete(p) }
+            }
+        }
     };
 }

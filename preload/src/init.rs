@@ -46,6 +46,7 @@ static BOOT: Ops = Ops {
     // SAFETY: forwarded contract.
     realloc: |p, size| unsafe { (boot().realloc)(p, size) },
     usable_size: |p| (boot().usable_size)(p),
+    size_fits: |p, size, align| (boot().size_fits)(p, size, align),
     stats: || (boot().stats)(),
     describe: |w| (boot().describe)(w),
     config_name: None,
@@ -86,6 +87,7 @@ unsafe fn install(conf: &Conf) -> &'static Ops {
 /// Where statistics go at exit; -1: nowhere (`stats_print:false`).
 static STATS_FD: AtomicI32 = AtomicI32::new(-1);
 static ZERO_REALLOC_ALLOCATES: AtomicBool = AtomicBool::new(false);
+static CHECK_SIZED_DELETE: AtomicBool = AtomicBool::new(false);
 /// The selection and names, for the statistics title.
 static mut CONF: Option<Conf> = None;
 
@@ -93,6 +95,13 @@ static mut CONF: Option<Conf> = None;
 #[inline]
 pub fn zero_realloc_allocates() -> bool {
     ZERO_REALLOC_ALLOCATES.load(Ordering::Relaxed)
+}
+
+/// Whether C++ sized `delete` checks its size against the allocation (the hardened and
+/// debug profiles).
+#[inline]
+pub fn check_sized_delete() -> bool {
+    CHECK_SIZED_DELETE.load(Ordering::Relaxed)
 }
 
 // ---- initialization -------------------------------------------------------------------------
@@ -141,6 +150,7 @@ pub fn ensure_init() {
             STATS_FD.store(save_stderr(), Ordering::Relaxed);
         }
         ZERO_REALLOC_ALLOCATES.store(conf.zero_realloc == ZeroRealloc::Alloc, Ordering::Relaxed);
+        CHECK_SIZED_DELETE.store(conf.profile != 0, Ordering::Relaxed);
         OPS.store(table as *const Ops as *mut Ops, Ordering::Release);
         INIT_OWNER.store(0, Ordering::Relaxed);
     }

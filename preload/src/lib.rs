@@ -17,6 +17,7 @@
 //! | `init.rs` | start-up, fork handlers, statistics at exit |
 //! | `entry.rs` | C semantics of each entry point (`errno`, alignment rules, overflow) |
 //! | `log.rs` | each entry point plus its line in the allocation log (`log:`) |
+//! | `cxx.rs` | C++ `operator new`/`delete`: new-handler, `std::bad_alloc`, sized checks |
 //! | `installer.rs` | which heap a library builds: the `ALLOCLAB_CONF` selection, or one config |
 //! | `exports.rs` | the `export!` macro: the exported symbols, one line each, and the hooks |
 //! | `alloc_count.rs` | unit tests only: counts allocations, to prove parsing makes none |
@@ -50,6 +51,10 @@ mod parse;
 #[doc(hidden)]
 pub mod select;
 
+// x86-64 only: the throwing `new` is a few lines of assembly (`cxx.rs`).
+#[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
+pub mod cxx;
 mod exports;
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! table, so an option is added here and nowhere else. Nothing here allocates.
 
 use crate::select::{Arenas, Reuse, Selection};
-use alloclab_core::{Options, MAX_ARENAS};
+use alloclab_core::safety::CACHE_LINE;
+use alloclab_core::{Options, Poison, Safety, MAX_ARENAS};
 
 // ---- the configuration being built ------------------------------------------------------------
 
@@ -42,7 +43,45 @@ pub struct Conf {
     pub abort_conf: bool,
     /// Where to record every allocation call (`log_sink.rs`), if anywhere.
     pub log: LogPath,
+    /// The debug profile: the base for the debug options below.
+    pub profile: usize,
+    /// Poisoning (none, some, all), if given explicitly.
+    pub poison: Option<PoisonKind>,
+    /// Bytes `poison:some` poisons, if given explicitly.
+    pub poison_size: Option<usize>,
+    /// Junk on allocation, if given explicitly.
+    pub junk: Option<bool>,
+    /// Zero on free, if given explicitly.
+    pub zero: Option<bool>,
+    /// Canaries after small allocations, if given explicitly.
+    pub canary: Option<bool>,
+    /// Guard pages after large allocations, if given explicitly.
+    pub guard: Option<bool>,
+    /// Quarantine bytes per arena, if given explicitly.
+    pub quarantine: Option<usize>,
+    /// Sample one allocation in this many (0: off).
+    pub sample: usize,
+    /// Sample one allocation per this many milliseconds (0: off).
+    pub sample_ms: usize,
 }
+
+/// The `poison:` values (the size of `some` is `poison_size:`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoisonKind {
+    /// Nothing.
+    None,
+    /// The first `poison_size` bytes.
+    Some,
+    /// Every byte.
+    All,
+}
+
+/// The debug profiles: what `profile:` sets.
+pub const PROFILES: [(&str, Safety); 3] = [
+    ("default", Safety::OFF),
+    ("hardened", Safety::HARDENED),
+    ("debug", Safety::DEBUG),
+];
 
 /// Bytes a `log:` path may have (before `%p` is expanded).
 pub const LOG_PATH_MAX: usize = 1024;
@@ -176,6 +215,32 @@ const ARENAS: [(&str, Arenas); 5] = [
 
 /// The value that means "as the named config says".
 const FROM_CONFIG: &[u8] = b"config";
+/// The value that means "as the profile says".
+const FROM_PROFILE: &[u8] = b"profile";
+
+const POISON: [(&str, PoisonKind); 3] = [
+    ("none", PoisonKind::None),
+    ("some", PoisonKind::Some),
+    ("all", PoisonKind::All),
+];
+
+/// `true`, `false` or `profile`.
+fn bool_or_profile(v: &[u8]) -> Result<Option<bool>, Refusal> {
+    if v == FROM_PROFILE {
+        Ok(None)
+    } else {
+        boolean(v).map(Some)
+    }
+}
+
+/// A number of bytes or `profile`.
+fn bytes_or_profile(v: &[u8], max: usize) -> Result<Option<usize>, Refusal> {
+    if v == FROM_PROFILE {
+        Ok(None)
+    } else {
+        number(v, max).map(Some)
+    }
+}
 
 impl Conf {
     /// Every option at the default its table row gives.
@@ -191,6 +256,16 @@ impl Conf {
             stats_print: false,
             abort_conf: false,
             log: LogPath::OFF,
+            profile: 0,
+            poison: None,
+            poison_size: None,
+            junk: None,
+            zero: None,
+            canary: None,
+            guard: None,
+            quarantine: None,
+            sample: 0,
+            sample_ms: 0,
         };
         for opt in OPTIONS.iter() {
             // A default that does not parse is a bug of this table; a unit test catches it.
@@ -217,6 +292,7 @@ impl Conf {
                 // Ours (`init.rs`) also take the log's lock, and are registered once the
                 // allocator is published (glibc calls `malloc` to record them).
                 fork_handlers: false,
+                safety: self.safety(),
             },
         }
     }
@@ -227,6 +303,36 @@ impl Conf {
             || self.reuse.is_some()
             || self.current_run.is_some()
             || self.arenas.is_some()
+    }
+
+    /// The debug options: the profile, overridden by explicit entries.
+    pub fn safety(&self) -> Safety {
+        let base = PROFILES[self.profile].1;
+        let size = match (self.poison_size, base.poison) {
+            (Some(n), _) => n,
+            (None, Poison::Some(n)) => n,
+            (None, _) => alloclab_core::safety::POISON_SOME_DEFAULT,
+        };
+        let poison = match self.poison {
+            None => match (self.poison_size, base.poison) {
+                (Some(n), Poison::Some(_)) => Poison::Some(n),
+                (_, p) => p,
+            },
+            Some(PoisonKind::None) => Poison::None,
+            Some(PoisonKind::Some) => Poison::Some(size),
+            Some(PoisonKind::All) => Poison::All,
+        };
+        Safety {
+            poison,
+            junk: self.junk.unwrap_or(base.junk),
+            zero: self.zero.unwrap_or(base.zero),
+            canary: self.canary.unwrap_or(base.canary),
+            guard: self.guard.unwrap_or(base.guard),
+            quarantine: self.quarantine.unwrap_or(base.quarantine),
+            zero_size: base.zero_size,
+            sample: self.sample,
+            sample_ms: self.sample_ms,
+        }
     }
 
     /// The name of the named configuration the selection is exactly, if any.
@@ -259,7 +365,7 @@ pub struct Opt {
 }
 
 /// Every option, in `help` order.
-pub static OPTIONS: [Opt; 10] = [
+pub static OPTIONS: [Opt; 20] = [
     Opt {
         name: "config",
         values: "addr-ordered|lifo|mrf|mrf-current",
@@ -371,6 +477,114 @@ pub static OPTIONS: [Opt; 10] = [
             Ok(())
         },
     },
+    Opt {
+        name: "profile",
+        values: "default|hardened|debug",
+        default: "default",
+        help: "debug checks: none; hardened (poison some, canary, guard, quarantine 1 MiB, malloc(0) inaccessible); debug (also poison all, junk, quarantine 16 MiB)",
+        set: |c, v| {
+            c.profile = pick(v, &PROFILES.map(|p| p.0))?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "poison",
+        values: "none|some|all|profile",
+        default: "profile",
+        help: "fill freed memory with 0xe5 (some: its first poison_size bytes), checked on reuse: write after free",
+        set: |c, v| {
+            c.poison = if v == FROM_PROFILE {
+                None
+            } else {
+                Some(pick(v, &POISON)?)
+            };
+            Ok(())
+        },
+    },
+    Opt {
+        name: "poison_size",
+        values: "bytes|profile",
+        default: "profile",
+        help: "bytes poison:some fills, a multiple of 64 (profile: 256)",
+        set: |c, v| {
+            let n = bytes_or_profile(v, 1 << 20)?;
+            if n.is_some_and(|n| n == 0 || n % CACHE_LINE != 0) {
+                return Err("not a positive multiple of 64");
+            }
+            c.poison_size = n;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "junk",
+        values: "true|false|profile",
+        default: "profile",
+        help: "fill new allocations (not calloc's) with 0xe4",
+        set: |c, v| {
+            c.junk = bool_or_profile(v)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "zero",
+        values: "true|false|profile",
+        default: "profile",
+        help: "fill freed memory with zeros instead of 0xe5 (all of it if poison:none), checked on reuse",
+        set: |c, v| {
+            c.zero = bool_or_profile(v)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "canary",
+        values: "true|false|profile",
+        default: "profile",
+        help: "canary bytes after each small allocation, checked on free: heap overflow",
+        set: |c, v| {
+            c.canary = bool_or_profile(v)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "guard",
+        values: "true|false|profile",
+        default: "profile",
+        help: "an inaccessible page right after each large allocation: an overflow faults",
+        set: |c, v| {
+            c.guard = bool_or_profile(v)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "quarantine",
+        values: "bytes|profile",
+        default: "profile",
+        help: "freed bytes each arena holds back before reuse, large ones inaccessible (0: off; at most 256 allocations)",
+        set: |c, v| {
+            c.quarantine = bytes_or_profile(v, 1 << 40)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "sample",
+        values: "0..=1000000000",
+        default: "0",
+        help: "one allocation (up to a page) in N on average goes to a slot between guard pages; a fault there is reported with stacks (1: all; 0: off)",
+        set: |c, v| {
+            c.sample = number(v, 1_000_000_000)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "sample_ms",
+        values: "0..=3600000",
+        default: "0",
+        help: "also sample the first allocation after each interval of this many milliseconds (0: off)",
+        set: |c, v| {
+            c.sample_ms = number(v, 3_600_000)?;
+            Ok(())
+        },
+    },
 ];
 
 /// The option named `key`.
@@ -463,6 +677,9 @@ mod tests {
                 let v = match v {
                     "0..=1024" => "1024",
                     "pages" => "512",
+                    "bytes" => "256",
+                    "0..=1000000000" => "1000",
+                    "0..=3600000" => "10",
                     v => v,
                 };
                 assert_eq!((opt.set)(&mut c, v.as_bytes()), Ok(()), "{}:{v}", opt.name);
@@ -525,6 +742,48 @@ mod tests {
                 readme.contains(&row),
                 "README.md lacks or misstates:\n{row}"
             );
+        }
+    }
+
+    #[test]
+    fn debug_options_start_from_the_profile_and_override_it() {
+        let set = |c: &mut Conf, k: &[u8], v: &[u8]| (find(k).unwrap().set)(c, v);
+        let mut c = Conf::defaults();
+        assert_eq!(c.safety(), Safety::OFF);
+        set(&mut c, b"poison", b"some").unwrap();
+        assert_eq!(c.safety().poison, Poison::Some(256));
+        set(&mut c, b"poison_size", b"128").unwrap();
+        assert_eq!(c.safety().poison, Poison::Some(128));
+        assert_eq!(
+            set(&mut c, b"poison_size", b"100"),
+            Err("not a positive multiple of 64")
+        );
+        assert_eq!(
+            set(&mut c, b"poison_size", b"0"),
+            Err("not a positive multiple of 64")
+        );
+        // Entries win over the profile wherever they stand.
+        set(&mut c, b"profile", b"debug").unwrap();
+        set(&mut c, b"canary", b"false").unwrap();
+        let s = c.safety();
+        assert_eq!(s.poison, Poison::Some(128));
+        assert!(!s.canary && s.junk && s.guard && s.zero_size);
+        assert_eq!(s.quarantine, Safety::DEBUG.quarantine);
+        set(&mut c, b"poison", b"profile").unwrap();
+        set(&mut c, b"poison_size", b"profile").unwrap();
+        assert_eq!(c.safety().poison, Poison::All);
+        set(&mut c, b"profile", b"hardened").unwrap();
+        set(&mut c, b"poison_size", b"64").unwrap();
+        assert_eq!(
+            c.safety().poison,
+            Poison::Some(64),
+            "a size applies to the profile's some"
+        );
+        set(&mut c, b"quarantine", b"0").unwrap();
+        assert_eq!(c.safety().quarantine, 0);
+        assert_eq!(c.selection().options.safety, c.safety());
+        for (_, s) in PROFILES {
+            assert_eq!(s.validate(), Ok(()));
         }
     }
 

@@ -175,7 +175,9 @@ mod tests {
                 Ok(())
             }
         }
-        let input = b"config:mrf,reuse:fifo,bogus,narenas:99999999999999999999,arenas:hashed,help";
+        let input = b"config:mrf,reuse:fifo,bogus,narenas:99999999999999999999,arenas:hashed,help,\
+            profile:hardened,poison:some,poison_size:128,junk:true,zero:false,canary:profile,\
+            guard:true,quarantine:65536";
         let mut bad = 0;
         let mut sink = Sink(0);
         let mut line_len = 0;

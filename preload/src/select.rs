@@ -1,7 +1,7 @@
 //! Run-time selection among compile-time heaps.
 //!
 //! Every combination of run reuse (3) x current run (2) x arena choice (5) is a monomorphized
-//! `Heap<Using<R, A>>`: the engine's policies stay statically dispatched and inlined. What the
+//! `Heap<Checkable<R, A>>`: the engine's policies stay statically dispatched and inlined. What the
 //! start-up configuration picks is one table of function pointers (`Ops`) into one of those 30
 //! heaps, so a call costs one load and one indirect call more than a compile-time `Heap<C>`
 //! (`benches/dispatch.rs` measures how much, with callgrind).
@@ -13,8 +13,7 @@
 //! This file depends on nothing else in the crate, so the benchmark compiles it as it is.
 
 use alloclab_core::size_class::QUANTUM;
-use alloclab_core::{ArenaChoice, Config, FreeError, Heap, Options, Stats};
-use alloclab_policies::configs::Using;
+use alloclab_core::{ArenaChoice, Config, DebugCaps, FreeError, Heap, Options, RunReuse, Stats};
 use alloclab_policies::{
     AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, PerCpu, RoundRobin, Single, ThreadLocal,
 };
@@ -63,6 +62,16 @@ pub struct Selection {
     pub options: Options,
 }
 
+/// Run reuse `R` and arena choice `A`, with every debug check compiled in: `ALLOCLAB_CONF`
+/// chooses them at run time (`profile:`, `poison:` ...); off, each costs a test of a flag.
+pub struct Checkable<R, A>(core::marker::PhantomData<(R, A)>);
+impl<R: RunReuse, A: ArenaChoice> Config for Checkable<R, A> {
+    type Reuse = R;
+    type Arenas = A;
+    const NAME: &'static str = "custom";
+    const DEBUG: DebugCaps = DebugCaps::ALL;
+}
+
 // ---- the table of operations ----------------------------------------------------------------
 
 /// The operations of the selected heap. Each is a thin monomorphized wrapper of a `Heap<C>`
@@ -81,6 +90,8 @@ pub struct Ops {
     pub realloc: unsafe fn(*mut u8, usize) -> *mut u8,
     /// `Heap::usable_size`.
     pub usable_size: fn(*const u8) -> Result<usize, FreeError>,
+    /// `Heap::size_fits(ptr, size, align)`.
+    pub size_fits: fn(*const u8, usize, usize) -> Result<bool, FreeError>,
     /// `Heap::stats`.
     pub stats: fn() -> Stats,
     /// Writes the policies of the heap actually running, from its types.
@@ -127,6 +138,7 @@ impl<C: Config> OpsOf<C> {
         free: Self::free,
         realloc: Self::realloc,
         usable_size: Self::usable_size,
+        size_fits: Self::size_fits,
         stats: Self::stats,
         describe: Self::describe,
         config_name: None,
@@ -166,6 +178,10 @@ impl<C: Config> OpsOf<C> {
 
     fn usable_size(p: *const u8) -> Result<usize, FreeError> {
         heap::<C>().usable_size(p)
+    }
+
+    fn size_fits(p: *const u8, size: usize, align: usize) -> Result<bool, FreeError> {
+        heap::<C>().size_fits(p, size, align)
     }
 
     fn stats() -> Stats {
@@ -236,12 +252,14 @@ unsafe fn with_arenas<A: ArenaChoice>(sel: &Selection) -> &'static Ops {
     // SAFETY: forwarded contract.
     unsafe {
         match (sel.reuse, sel.current_run) {
-            (Reuse::AddrOrdered, false) => OpsOf::<Using<AddrOrdered, A>>::install(o),
-            (Reuse::AddrOrdered, true) => OpsOf::<Using<CurrentRun<AddrOrdered>, A>>::install(o),
-            (Reuse::Lifo, false) => OpsOf::<Using<Lifo, A>>::install(o),
-            (Reuse::Lifo, true) => OpsOf::<Using<CurrentRun<Lifo>, A>>::install(o),
-            (Reuse::Mrf, false) => OpsOf::<Using<Mrf, A>>::install(o),
-            (Reuse::Mrf, true) => OpsOf::<Using<CurrentRun<Mrf>, A>>::install(o),
+            (Reuse::AddrOrdered, false) => OpsOf::<Checkable<AddrOrdered, A>>::install(o),
+            (Reuse::AddrOrdered, true) => {
+                OpsOf::<Checkable<CurrentRun<AddrOrdered>, A>>::install(o)
+            }
+            (Reuse::Lifo, false) => OpsOf::<Checkable<Lifo, A>>::install(o),
+            (Reuse::Lifo, true) => OpsOf::<Checkable<CurrentRun<Lifo>, A>>::install(o),
+            (Reuse::Mrf, false) => OpsOf::<Checkable<Mrf, A>>::install(o),
+            (Reuse::Mrf, true) => OpsOf::<Checkable<CurrentRun<Mrf>, A>>::install(o),
         }
     }
 }

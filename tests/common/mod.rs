@@ -193,14 +193,19 @@ pub fn in_child(f: impl FnOnce() -> Result<(), &'static str>) -> Result<(), Stri
 /// returns what it wrote to stderr. `f` must not allocate through the system allocator (other
 /// test threads may hold its locks at the moment of the fork).
 pub fn expect_abort(f: impl FnOnce()) -> String {
+    expect_signal(libc::SIGABRT, f)
+}
+
+/// As [`expect_abort`], for a child that must die of `signal` (SIGSEGV for a guard page).
+pub fn expect_signal(signal: i32, f: impl FnOnce()) -> String {
     let (status, text) = fork_child(|fd| {
         // SAFETY: points the child's stderr at the pipe.
         unsafe { libc::dup2(fd, 2) };
         f();
     });
     assert!(
-        libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGABRT,
-        "child did not abort (status {status:#x}); stderr: {text:?}"
+        libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == signal,
+        "child did not die of signal {signal} (status {status:#x}); stderr: {text:?}"
     );
     text
 }

@@ -81,6 +81,43 @@ pub fn c_program(name: &str) -> PathBuf {
     out
 }
 
+/// Compiles `tests/programs/<name>.cpp` with `g++` (once per test binary), with the C
+/// programs' flags and C++17.
+pub fn cxx_program(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let built = BUILT.get_or_init(Default::default);
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.get(name) {
+        return p.clone();
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(format!("{name}.cpp"));
+    let out = scratch("bin").join(format!("{name}-{}", std::process::id()));
+    let res = Command::new("g++")
+        .args([
+            "-O0",
+            "-fno-builtin",
+            "-std=c++17",
+            "-Wall",
+            "-Wno-free-nonheap-object",
+        ])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .arg("-ldl")
+        .output()
+        .expect("run g++ (install g++)");
+    assert!(
+        res.status.success(),
+        "g++ {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    built.insert(name.to_string(), out.clone());
+    out
+}
+
 /// Runs `cc` with the test programs' flags plus `args` (and `libs` at the end).
 pub fn cc(args: &[&std::ffi::OsStr], libs: &[&str]) {
     let out = Command::new("cc")

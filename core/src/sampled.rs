@@ -1,0 +1,568 @@
+//! Sampled guarded allocations, in the manner of Firefox's PHC, Linux's KFENCE and GWP-ASan
+//! (the `sample` and `sample_ms` options).
+//!
+//! One allocation in N on average (each thread counts down from a random number between 1 and
+//! 2N, in a thread-local: no shared write on the fast path), or the first allocation after
+//! each interval of `sample_ms` milliseconds (each thread looks at the clock every 64
+//! allocations), is served from a pool of one-page slots that alternate with inaccessible
+//! guard pages. The allocation sits against one of its two guards, chosen at random (its end
+//! against the next guard, to catch overflows, or its start against the previous one, to catch
+//! underflows). Freed, its page becomes inaccessible and the slot joins the back of a FIFO, so
+//! it is reused only after every other free slot: a use after free faults for as long as
+//! possible. When the pool has no free slot, the allocation is an ordinary one.
+//!
+//! The stack of each sampled allocation and of its free are kept (`backtrace(3)`, raw
+//! addresses). A `SIGSEGV` handler, installed when the first pool is made, recognizes faults
+//! in a pool and prints the kind (use after free, overflow, underflow), the address, its
+//! offset from an allocation of its size, and both stacks; then it puts the previous handler
+//! back and returns, so that the fault repeats and the process dies as it would have (a fault
+//! elsewhere goes to the previous handler at once). A double or invalid free of a sampled
+//! allocation is reported the same way by `Heap::free`, then aborts.
+//!
+//! Only requests of at most a page, aligned to at most a page, are sampled. The first
+//! sampled allocation of the process calls `backtrace(3)` once without a lock held, which
+//! makes glibc load `libgcc_s` (allocating): the calling thread samples nothing meanwhile.
+
+use crate::error::FreeError;
+use crate::lock::RawLock;
+use crate::os;
+use crate::size_class::{round_up, PAGE, QUANTUM};
+use core::cell::Cell;
+use core::ffi::{c_int, c_void};
+use core::fmt::Write;
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+/// Slots in a pool.
+pub const SLOTS: usize = 256;
+/// Frames kept of each stack.
+const FRAMES: usize = 24;
+/// Allocations between two looks at the clock (`sample_ms`).
+const CLOCK_EVERY: u32 = 64;
+
+extern "C" {
+    fn backtrace(buffer: *mut *mut c_void, size: c_int) -> c_int;
+    fn backtrace_symbols_fd(buffer: *const *mut c_void, size: c_int, fd: c_int);
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum State {
+    Unused,
+    Live,
+    Freed,
+}
+
+/// One slot's record.
+#[repr(C)]
+struct Slot {
+    state: State,
+    /// Where the allocation starts, and its size.
+    start: usize,
+    size: usize,
+    alloc_tid: i32,
+    free_tid: i32,
+    alloc_n: usize,
+    free_n: usize,
+    alloc_stack: [*mut c_void; FRAMES],
+    free_stack: [*mut c_void; FRAMES],
+}
+
+/// A heap's pool; `base` 0 when sampling is off.
+pub(crate) struct Sampler {
+    /// First guard page; slot `i`'s page is at `base + (2i + 1) * PAGE`.
+    base: usize,
+    slots: *mut Slot,
+    /// Free slots, oldest free first (a ring of slot indices).
+    fifo: *mut u16,
+    head: Cell<usize>,
+    len: Cell<usize>,
+    lock: RawLock,
+    rate: usize,
+    interval_ns: u64,
+    deadline: AtomicU64,
+}
+
+// SAFETY: the slot records and the FIFO are read and written only under `lock` (the fault
+// handler reads them without it, after the faulting thread stopped: see `on_fault`); the rest
+// is immutable or atomic.
+unsafe impl Sync for Sampler {}
+// SAFETY: as above.
+unsafe impl Send for Sampler {}
+
+const POOL_BYTES: usize = (2 * SLOTS + 1) * PAGE;
+const META_BYTES: usize = match round_up(SLOTS * core::mem::size_of::<Slot>() + SLOTS * 2, PAGE) {
+    Some(b) => b,
+    None => PAGE,
+};
+
+/// Pools the fault handler looks at (one per heap that samples).
+static POOLS: [AtomicPtr<Sampler>; 8] = [const { AtomicPtr::new(core::ptr::null_mut()) }; 8];
+
+// ---- the per-thread countdown -------------------------------------------------------------------
+
+struct ThreadSampling {
+    countdown: Cell<u32>,
+    rng: Cell<u64>,
+    busy: Cell<bool>,
+}
+
+crate::sync::thread_local_const! {
+    static SAMPLING: ThreadSampling = ThreadSampling {
+        countdown: Cell::new(0),
+        rng: Cell::new(0),
+        busy: Cell::new(false),
+    };
+}
+
+/// The next number of a thread's generator (xorshift64*), seeded from its address and the clock.
+fn next_random(t: &ThreadSampling) -> u64 {
+    let mut x = t.rng.get();
+    if x == 0 {
+        x = (t as *const ThreadSampling as u64) ^ now_ns().rotate_left(17) | 1;
+    }
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    t.rng.set(x);
+    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn gettid() -> i32 {
+    // SAFETY: no preconditions.
+    unsafe { libc::gettid() }
+}
+
+impl Sampler {
+    /// Off.
+    pub fn off() -> Sampler {
+        Sampler {
+            base: 0,
+            slots: core::ptr::null_mut(),
+            fifo: core::ptr::null_mut(),
+            head: Cell::new(0),
+            len: Cell::new(0),
+            lock: RawLock::new(),
+            rate: 0,
+            interval_ns: 0,
+            deadline: AtomicU64::new(0),
+        }
+    }
+
+    /// A pool sampling one allocation in `rate` on average (1: every one; 0: none by count)
+    /// and one per `interval_ms` (0: none by time); off if both are 0 or the OS refuses.
+    pub fn new(rate: usize, interval_ms: usize) -> Sampler {
+        if rate == 0 && interval_ms == 0 {
+            return Sampler::off();
+        }
+        let Some(pool) = os::reserve(POOL_BYTES) else {
+            return Sampler::off();
+        };
+        let Some(meta) = os::map(META_BYTES) else {
+            // SAFETY: reserved above, never used.
+            unsafe { os::unmap(pool.as_ptr(), POOL_BYTES) };
+            return Sampler::off();
+        };
+        let slots = meta.as_ptr().cast::<Slot>();
+        // SAFETY: the FIFO follows the slot records inside the metadata mapping.
+        let fifo = unsafe { slots.add(SLOTS) }.cast::<u16>();
+        for i in 0..SLOTS {
+            // SAFETY: inside the mapping; fresh zero memory is a valid `Slot` (state Unused).
+            unsafe { fifo.add(i).write(i as u16) };
+        }
+        let interval_ns = interval_ms as u64 * 1_000_000;
+        Sampler {
+            base: pool.as_ptr() as usize,
+            slots,
+            fifo,
+            head: Cell::new(0),
+            len: Cell::new(SLOTS),
+            lock: RawLock::new(),
+            rate,
+            interval_ns,
+            deadline: AtomicU64::new(now_ns() + interval_ns),
+        }
+    }
+
+    /// Makes the pool known to the fault handler (installing it on first use). Once the
+    /// sampler has its final address (in the heap's shared state).
+    pub fn register(&self) {
+        if self.base == 0 {
+            return;
+        }
+        for p in POOLS.iter() {
+            if p.compare_exchange(
+                core::ptr::null_mut(),
+                self as *const Sampler as *mut Sampler,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+            {
+                install_handler();
+                return;
+            }
+        }
+    }
+
+    /// Whether sampling is on.
+    #[inline(always)]
+    pub fn on(&self) -> bool {
+        self.base != 0
+    }
+
+    /// Whether `addr` lies in the pool.
+    #[inline(always)]
+    pub fn contains(&self, addr: usize) -> bool {
+        addr.wrapping_sub(self.base) < POOL_BYTES && self.base != 0
+    }
+
+    /// Whether this allocation (of `size` bytes aligned to `align`) is to be sampled.
+    #[inline(always)]
+    pub fn should_sample(&self, size: usize, align: usize) -> bool {
+        if size > PAGE || align > PAGE {
+            return false;
+        }
+        SAMPLING.with(|t| {
+            let c = t.countdown.get();
+            if c > 1 {
+                t.countdown.set(c - 1);
+                return false;
+            }
+            self.countdown_ended(t)
+        })
+    }
+
+    #[cold]
+    fn countdown_ended(&self, t: &ThreadSampling) -> bool {
+        if t.busy.get() {
+            t.countdown.set(1);
+            return false;
+        }
+        if self.rate > 0 {
+            let n = if self.rate == 1 {
+                1
+            } else {
+                1 + next_random(t) % (2 * self.rate as u64)
+            };
+            let n = n.min(u32::MAX as u64) as u32;
+            if self.interval_ns == 0 || n <= CLOCK_EVERY {
+                t.countdown.set(n);
+                return true;
+            }
+        }
+        // Time-based: sample if the interval is over and this thread is the one to move it.
+        t.countdown.set(CLOCK_EVERY);
+        let now = now_ns();
+        let d = self.deadline.load(Ordering::Relaxed);
+        now >= d
+            && self
+                .deadline
+                .compare_exchange(
+                    d,
+                    now + self.interval_ns,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+    }
+
+    fn slot(&self, i: usize) -> *mut Slot {
+        // SAFETY: `i < SLOTS`: a record inside the metadata mapping.
+        unsafe { self.slots.add(i) }
+    }
+
+    fn page_of(&self, i: usize) -> usize {
+        self.base + (2 * i + 1) * PAGE
+    }
+
+    /// A sampled allocation, or null if the pool has no free slot.
+    pub fn alloc(&self, size: usize, align: usize) -> *mut u8 {
+        let mut stack = [core::ptr::null_mut(); FRAMES];
+        let n = capture(&mut stack);
+        let at_end = SAMPLING.with(|t| next_random(t) & 1 == 0);
+        let _g = self.lock.guard();
+        if self.len.get() == 0 {
+            return core::ptr::null_mut();
+        }
+        let head = self.head.get();
+        // SAFETY: under the lock; `head < SLOTS`.
+        let i = unsafe { *self.fifo.add(head) } as usize;
+        self.head.set((head + 1) % SLOTS);
+        self.len.set(self.len.get() - 1);
+        let page = self.page_of(i);
+        let a = align.max(QUANTUM);
+        // Against the next guard (as far as alignment allows), or against the previous one.
+        let start = if at_end {
+            (page + PAGE - round_up(size.max(1), a).unwrap_or(PAGE).min(PAGE)) & !(a - 1)
+        } else {
+            page
+        };
+        // SAFETY: the slot's page is ours and unused; it is made accessible for the program.
+        unsafe {
+            os::protect(page as *mut u8, PAGE, true);
+            if (*self.slot(i)).state == State::Freed {
+                // Reused: the program must not see the previous allocation's bytes.
+                core::ptr::write_bytes(page as *mut u8, 0, PAGE);
+            }
+            let s = &mut *self.slot(i);
+            s.state = State::Live;
+            s.start = start;
+            // `malloc(0)` is served as one byte, as by the heap.
+            s.size = size.max(1);
+            s.alloc_tid = gettid();
+            s.alloc_n = n;
+            s.alloc_stack = stack;
+            s.free_n = 0;
+        }
+        start as *mut u8
+    }
+
+    /// The slot of `addr` (in the pool) if it is a slot page, not a guard.
+    fn slot_index(&self, addr: usize) -> Option<usize> {
+        let k = (addr - self.base) / PAGE;
+        (k % 2 == 1).then_some((k - 1) / 2)
+    }
+
+    /// The size of the live sampled allocation at `addr`, or why it is not one.
+    pub fn live(&self, addr: usize) -> Result<usize, FreeError> {
+        let _g = self.lock.guard();
+        self.check(addr)
+    }
+
+    /// Under the lock.
+    fn check(&self, addr: usize) -> Result<usize, FreeError> {
+        let Some(i) = self.slot_index(addr) else {
+            return Err(FreeError::Interior);
+        };
+        // SAFETY: under the lock.
+        let s = unsafe { &*self.slot(i) };
+        match s.state {
+            State::Unused => Err(FreeError::NeverAllocated),
+            State::Freed if addr == s.start => Err(FreeError::Freed),
+            State::Live if addr == s.start => Ok(s.size),
+            _ => Err(FreeError::Interior),
+        }
+    }
+
+    /// Frees the sampled allocation at `addr` (in the pool), or says why it cannot.
+    pub fn free(&self, addr: usize) -> Result<(), FreeError> {
+        let mut stack = [core::ptr::null_mut(); FRAMES];
+        let n = capture(&mut stack);
+        let _g = self.lock.guard();
+        self.check(addr)?;
+        let i = self.slot_index(addr).unwrap_or(0);
+        // SAFETY: under the lock; the slot's page is ours, made inaccessible until reused.
+        unsafe {
+            let s = &mut *self.slot(i);
+            s.state = State::Freed;
+            s.free_tid = gettid();
+            s.free_n = n;
+            s.free_stack = stack;
+            os::protect(self.page_of(i) as *mut u8, PAGE, false);
+            let tail = (self.head.get() + self.len.get()) % SLOTS;
+            *self.fifo.add(tail) = i as u16;
+        }
+        self.len.set(self.len.get() + 1);
+        Ok(())
+    }
+
+    /// Prints the report of a bad free of `addr` (in the pool) with what is known of the slot.
+    pub fn report_bad_free(&self, addr: usize, e: FreeError) {
+        let _g = self.lock.guard();
+        let kind = match e {
+            FreeError::Freed => "double free",
+            _ => "invalid free",
+        };
+        self.report(kind, addr);
+    }
+
+    /// Prints a report about `addr` (in the pool): the nearest allocation, its stacks.
+    fn report(&self, kind: &str, addr: usize) {
+        let k = (addr - self.base) / PAGE;
+        // A guard page belongs to the allocation placed against it, else to the nearer one.
+        let i = if k % 2 == 1 {
+            (k - 1) / 2
+        } else {
+            let left = (k / 2).checked_sub(1);
+            let right = (k / 2 < SLOTS).then_some(k / 2);
+            // SAFETY: records are only read here (fault handler or under the lock).
+            let against = |j: usize, end: bool| unsafe {
+                let s = &*self.slot(j);
+                s.state != State::Unused
+                    && if end {
+                        s.start + s.size.max(1) > self.page_of(j) + PAGE - QUANTUM
+                    } else {
+                        s.start == self.page_of(j)
+                    }
+            };
+            let lower_half = addr - (self.base + k * PAGE) < PAGE / 2;
+            let l = left.filter(|&l| against(l, true));
+            let r = right.filter(|&r| against(r, false));
+            match (l, r) {
+                (Some(l), Some(r)) => {
+                    if lower_half {
+                        l
+                    } else {
+                        r
+                    }
+                }
+                (Some(l), None) => l,
+                (None, Some(r)) => r,
+                (None, None) => match (left, right) {
+                    (Some(l), Some(_)) if lower_half => l,
+                    (_, Some(r)) => r,
+                    (Some(l), None) => l,
+                    (None, None) => 0,
+                },
+            }
+        };
+        // SAFETY: as above.
+        let s = unsafe { &*self.slot(i) };
+        let mut w = crate::report::StderrWriter::stderr();
+        let kind = if kind.is_empty() {
+            if s.state == State::Freed {
+                "use after free"
+            } else if addr >= s.start + s.size {
+                "heap overflow"
+            } else {
+                "heap underflow"
+            }
+        } else {
+            kind
+        };
+        let _ = write!(w, "alloclab: sampled allocation: {kind} at {addr:#x}: ");
+        let _ = if addr < s.start {
+            write!(w, "{} bytes before", s.start - addr)
+        } else if addr >= s.start + s.size {
+            write!(w, "{} bytes past the end of", addr - s.start - s.size)
+        } else {
+            write!(w, "offset {} in", addr - s.start)
+        };
+        let _ = writeln!(
+            w,
+            " the {} allocation of {} bytes at {:#x}",
+            if s.state == State::Freed {
+                "freed"
+            } else {
+                "live"
+            },
+            s.size,
+            s.start
+        );
+        let _ = writeln!(w, "allocated by thread {} at:", s.alloc_tid);
+        w.flush();
+        print_stack(&s.alloc_stack, s.alloc_n);
+        if s.state == State::Freed {
+            let _ = writeln!(w, "freed by thread {} at:", s.free_tid);
+            w.flush();
+            print_stack(&s.free_stack, s.free_n);
+        }
+    }
+
+    pub(crate) fn lock(&self) {
+        self.lock.lock();
+    }
+    pub(crate) fn unlock(&self) {
+        self.lock.unlock();
+    }
+    pub(crate) fn reset_lock(&self) {
+        self.lock.reset();
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        if self.base == 0 {
+            return;
+        }
+        for p in POOLS.iter() {
+            let _ = p.compare_exchange(
+                self as *mut Sampler,
+                core::ptr::null_mut(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
+        // SAFETY: mapped by `new`; the heap is being dropped, nothing uses the pool.
+        unsafe {
+            os::unmap(self.base as *mut u8, POOL_BYTES);
+            os::unmap(self.slots.cast(), META_BYTES);
+        }
+    }
+}
+
+/// The calling stack, up to `FRAMES` return addresses (without this function's own frame).
+fn capture(stack: &mut [*mut c_void; FRAMES]) -> usize {
+    SAMPLING.with(|t| {
+        // The first call loads libgcc_s, which allocates: sample nothing meanwhile.
+        let was = t.busy.replace(true);
+        // SAFETY: `stack` holds FRAMES pointers.
+        let n = unsafe { backtrace(stack.as_mut_ptr(), FRAMES as c_int) };
+        t.busy.set(was);
+        n.max(0) as usize
+    })
+}
+
+fn print_stack(stack: &[*mut c_void; FRAMES], n: usize) {
+    // SAFETY: `n <= FRAMES` addresses captured by `backtrace`; `backtrace_symbols_fd` writes
+    // to the descriptor without allocating.
+    unsafe { backtrace_symbols_fd(stack.as_ptr(), n.min(FRAMES) as c_int, 2) };
+}
+
+// ---- the fault handler ------------------------------------------------------------------------
+
+static mut PREVIOUS: core::mem::MaybeUninit<libc::sigaction> = core::mem::MaybeUninit::zeroed();
+
+fn install_handler() {
+    static ONCE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+    if ONCE.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    // SAFETY: a zeroed `sigaction` is valid; `PREVIOUS` is written here once, before the
+    // handler can run (it is installed by this same call).
+    unsafe {
+        let mut sa: libc::sigaction = core::mem::zeroed();
+        sa.sa_sigaction =
+            on_fault as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGSEGV, &sa, core::ptr::addr_of_mut!(PREVIOUS).cast());
+    }
+}
+
+extern "C" fn on_fault(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+    // SAFETY: the kernel passes a valid siginfo for SIGSEGV.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    for p in POOLS.iter() {
+        let s = p.load(Ordering::Acquire);
+        // SAFETY: registered pools live until their heap drops (which unregisters them).
+        if !s.is_null() && unsafe { (*s).contains(addr) } {
+            // SAFETY: as above. The faulting thread is here; other threads may still run, so
+            // the report may read a record being changed: it is a report, not a decision.
+            unsafe { (*s).report("", addr) };
+            break;
+        }
+    }
+    // Give the fault to the previous handler: back in place, the faulting access repeats.
+    // SAFETY: `PREVIOUS` was written before this handler was installed.
+    unsafe {
+        let prev = &*core::ptr::addr_of!(PREVIOUS).cast::<libc::sigaction>();
+        if prev.sa_flags & libc::SA_SIGINFO != 0 && prev.sa_sigaction > 1 {
+            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+                core::mem::transmute(prev.sa_sigaction);
+            f(sig, info, ctx);
+        } else {
+            libc::sigaction(libc::SIGSEGV, prev, core::ptr::null_mut());
+        }
+    }
+}

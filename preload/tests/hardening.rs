@@ -1,0 +1,193 @@
+//! The debug profiles under LD_PRELOAD: a C program commits each misuse and must end as
+//! documented (an abort with its one-line message, or a fault); without a profile the same
+//! program shows what would go unnoticed, and bad frees are still refused.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// How a run must end.
+#[derive(Clone, Copy, Debug)]
+enum End {
+    /// SIGABRT with one line on stderr starting with this.
+    Abort(&'static str),
+    /// SIGSEGV (a guard page or inaccessible memory).
+    Fault,
+    /// Exit 0 after the misuse (the profile does not catch it).
+    Survives,
+}
+
+fn expect(case: &str, conf: &str, end: End) {
+    let out = run(preloaded(c_program("hardened"), conf).arg(case), LIMIT);
+    let what = format!("{case} under {conf:?}: {out:?}");
+    assert!(
+        out.stdout.starts_with(&format!("reached: {case}\n")),
+        "{what}"
+    );
+    match end {
+        End::Abort(message) => {
+            assert_eq!(out.signal(), Some(libc::SIGABRT), "{what}");
+            let lines: Vec<&str> = out.stderr.lines().collect();
+            assert_eq!(lines.len(), 1, "{what}");
+            assert!(
+                lines[0].starts_with(&format!("alloclab: {message}")),
+                "{what}"
+            );
+        }
+        End::Fault => assert_eq!(out.signal(), Some(libc::SIGSEGV), "{what}"),
+        End::Survives => {
+            out.assert_success(&what);
+            assert!(out.stdout.contains(&format!("survived: {case}")), "{what}");
+        }
+    }
+}
+
+/// Each misuse, and how it ends under the hardened profile.
+const HARDENED: [(&str, End); 13] = [
+    ("write-after-free", End::Abort("write after free at 0x")),
+    ("write-after-free-large", End::Fault),
+    ("read-after-free-large", End::Fault),
+    (
+        "overflow-1",
+        End::Abort("heap overflow: the allocation of 100 bytes"),
+    ),
+    // Eight bytes reach the canary's size field: the size is lost, not the overflow.
+    (
+        "overflow-8",
+        End::Abort("heap overflow: the allocation at 0x"),
+    ),
+    ("overflow-large", End::Fault),
+    ("malloc0-read", End::Fault),
+    ("malloc0-write", End::Fault),
+    ("double-free", End::Abort("free(0x")),
+    ("double-free-large", End::Abort("free(0x")),
+    ("interior", End::Abort("free(0x")),
+    ("foreign", End::Abort("free(0x")),
+    ("never-allocated", End::Abort("free(0x")),
+];
+
+#[test]
+fn the_hardened_profile_stops_every_misuse() {
+    for (case, end) in HARDENED {
+        expect(case, "profile:hardened", end);
+    }
+}
+
+#[test]
+fn the_debug_profile_stops_them_too() {
+    for (case, end) in HARDENED {
+        expect(case, "profile:debug,config:mrf", end);
+    }
+}
+
+#[test]
+fn bad_frees_say_what_they_found() {
+    for conf in ["profile:hardened", "profile:default"] {
+        for (case, why) in [
+            ("double-free", "pointer already freed (double free)"),
+            ("interior", "pointer into the middle of an allocation"),
+            ("foreign", "pointer not allocated by this heap"),
+        ] {
+            let out = run(preloaded(c_program("hardened"), conf).arg(case), LIMIT);
+            assert!(
+                out.stderr.ends_with(&format!("): {why}\n")),
+                "{case} {conf}: {out:?}"
+            );
+        }
+    }
+    let out = run(
+        preloaded(c_program("hardened"), "profile:hardened").arg("never-allocated"),
+        LIMIT,
+    );
+    assert!(
+        out.stderr
+            .ends_with("): pointer never allocated (no allocation was made there)\n"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn without_a_profile_the_same_misuse_goes_unnoticed_and_bad_frees_do_not() {
+    // What the checks add: these run to the end on the default profile.
+    for case in [
+        "write-after-free",
+        "overflow-1",
+        "overflow-8",
+        "malloc0-write",
+    ] {
+        expect(case, "profile:default", End::Survives);
+    }
+    for case in ["double-free", "double-free-large", "interior", "foreign"] {
+        expect(case, "", End::Abort("free(0x"));
+    }
+}
+
+#[test]
+fn sampled_allocations_fault_with_a_report_and_both_stacks() {
+    let prog = c_program("hardened");
+    let out = run(
+        preloaded(&prog, "sample:1").arg("sampled-off-by-one"),
+        LIMIT,
+    );
+    assert_eq!(out.signal(), Some(libc::SIGSEGV), "{out:?}");
+    assert!(
+        out.stderr
+            .starts_with("alloclab: sampled allocation: heap overflow at 0x")
+            || out
+                .stderr
+                .starts_with("alloclab: sampled allocation: heap underflow at 0x"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr.contains("the live allocation of 64 bytes at 0x"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("allocated by thread"), "{out:?}");
+    assert!(
+        out.stderr.contains("hardened"),
+        "the stack names the program: {out:?}"
+    );
+    let out = run(
+        preloaded(&prog, "sample:1").arg("sampled-use-after-free"),
+        LIMIT,
+    );
+    assert_eq!(out.signal(), Some(libc::SIGSEGV), "{out:?}");
+    assert!(
+        out.stderr
+            .starts_with("alloclab: sampled allocation: use after free at 0x"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr
+            .contains("offset 8 in the freed allocation of 64 bytes"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("freed by thread"), "{out:?}");
+    // Sampling everything changes nothing for a correct program.
+    let out = run(
+        preloaded(c_program("semantics"), "sample:1").arg("free"),
+        LIMIT,
+    );
+    out.assert_success("semantics under sample:1");
+}
+
+#[test]
+fn single_options_work_alone() {
+    expect(
+        "write-after-free",
+        "poison:all,quarantine:0",
+        End::Abort("write after free"),
+    );
+    expect(
+        "write-after-free",
+        "zero:true",
+        End::Abort("write after free"),
+    );
+    expect("overflow-1", "canary:true", End::Abort("heap overflow"));
+    expect("overflow-large", "guard:true", End::Fault);
+    expect("write-after-free-large", "quarantine:1048576", End::Fault);
+    // An option can take back what the profile gives.
+    expect("overflow-1", "profile:hardened,canary:false", End::Survives);
+}

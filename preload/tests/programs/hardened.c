@@ -1,0 +1,92 @@
+/* Misuse that the hardened and debug profiles must catch: writes after free, overflows past
+ * small and large allocations, accesses through a malloc(0) pointer, and bad frees, each with
+ * its own message. Usage: hardened <case>. Prints "reached: <case>" on stdout just before the
+ * misuse, and "survived: <case>" if the program was not stopped. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char not_heap[64];
+
+/* Allocations and frees of `size` bytes, enough to push anything freed before out of the
+ * quarantine (it holds at most 256 allocations per arena), so that it is reused. */
+static void churn(size_t size) {
+    for (int i = 0; i < 1000; i++) {
+        char *q = malloc(size);
+        free(q);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    const char *c = argv[1];
+    char *p = malloc(100);
+    char *keep = malloc(100); /* keeps p's run alive when p is freed */
+    char *big = malloc(100000);
+    if (!p || !keep || !big) return 3;
+    printf("reached: %s\n", c);
+    fflush(stdout);
+    volatile char *v;
+    if (!strcmp(c, "write-after-free")) {
+        free(p);
+        p[10] = 1;
+        churn(100);
+    } else if (!strcmp(c, "write-after-free-large")) {
+        free(big);
+        v = big;
+        v[5000] = 1;
+    } else if (!strcmp(c, "read-after-free-large")) {
+        free(big);
+        v = big;
+        printf("%d\n", v[0]);
+    } else if (!strcmp(c, "overflow-1")) {
+        p[100] = 1;
+        free(p);
+    } else if (!strcmp(c, "overflow-8")) {
+        char *q = malloc(24);
+        memset(q + 24, 'A', 8);
+        free(q);
+    } else if (!strcmp(c, "overflow-large")) {
+        char *q = malloc(8192);
+        v = q;
+        v[8192] = 1;
+    } else if (!strcmp(c, "malloc0-read")) {
+        v = malloc(0);
+        printf("%d\n", v[0]);
+    } else if (!strcmp(c, "malloc0-write")) {
+        v = malloc(0);
+        v[0] = 1;
+    } else if (!strcmp(c, "double-free")) {
+        free(p);
+        free(p);
+    } else if (!strcmp(c, "double-free-large")) {
+        free(big);
+        free(big);
+    } else if (!strcmp(c, "interior")) {
+        free(p + 16);
+    } else if (!strcmp(c, "foreign")) {
+        free(not_heap + 16);
+    } else if (!strcmp(c, "sampled-off-by-one")) {
+        /* Run with sample:1: the allocation sits against the guard page on one side. */
+        char *q = malloc(64);
+        v = q;
+        if ((uintptr_t)q % 4096 == 0)
+            v[-1] = 1;
+        else
+            v[64] = 1;
+    } else if (!strcmp(c, "sampled-use-after-free")) {
+        char *q = malloc(64);
+        free(q);
+        v = q;
+        printf("%d\n", v[8]);
+    } else if (!strcmp(c, "never-allocated")) {
+        /* 112 bytes is the size class of a 100-byte request with its canary; region 30 of
+         * the run is far above anything this program allocated of that class. */
+        free(p + 112 * 30);
+    } else {
+        return 4;
+    }
+    printf("survived: %s\n", c);
+    return 0;
+}

@@ -1,0 +1,465 @@
+//! The debug and hardening options through the `Heap` API: each misuse is committed in a
+//! forked child and must end as documented (an abort with its one-line message, or a fault on
+//! a guard page or inaccessible memory); correct programs keep working under every profile.
+
+mod common;
+
+use alloclab::policies::{Lifo, Single, ThreadLocal};
+use alloclab::{Config, DebugCaps, FreeError, Heap, Options, Poison, Safety};
+use common::{expect_abort, expect_signal, Rng};
+
+/// LIFO, one arena, every debug check compiled in (chosen at run time).
+struct Checked;
+impl Config for Checked {
+    type Reuse = Lifo;
+    type Arenas = Single;
+    const NAME: &'static str = "checked";
+    const DEBUG: DebugCaps = DebugCaps::ALL;
+}
+
+/// Thread-local arenas, debug checks compiled in.
+struct CheckedThreads;
+impl Config for CheckedThreads {
+    type Reuse = Lifo;
+    type Arenas = ThreadLocal;
+    const NAME: &'static str = "checked-threads";
+    const DEBUG: DebugCaps = DebugCaps::ALL;
+}
+
+fn heap(safety: Safety) -> Heap<Checked> {
+    Heap::with_options(Options {
+        safety,
+        ..Options::DEFAULT
+    })
+}
+
+fn hardened() -> Heap<Checked> {
+    heap(Safety::HARDENED)
+}
+
+/// Frees enough other regions to push everything before them out of the quarantine.
+fn churn(h: &Heap<Checked>, size: usize) {
+    for _ in 0..2 * QUARANTINE_SLOTS {
+        let q = h.malloc(size);
+        // SAFETY: just allocated.
+        unsafe { h.free(q) };
+    }
+}
+
+/// The quarantine's bound in entries per arena (documented in the README).
+const QUARANTINE_SLOTS: usize = 256;
+
+fn starts_with(text: &str, prefix: &str) {
+    assert!(
+        text.starts_with(prefix),
+        "expected {prefix:?}, got {text:?}"
+    );
+}
+
+#[test]
+fn write_after_free_of_a_small_region_is_reported_on_reuse() {
+    for safety in [Safety::HARDENED, Safety::DEBUG] {
+        let h = heap(safety);
+        let p = h.malloc(40);
+        let out = expect_abort(|| {
+            // SAFETY: the misuse under test: a write into a freed region.
+            unsafe {
+                h.free(p);
+                p.add(9).write(1);
+            }
+            churn(&h, 40);
+        });
+        starts_with(
+            &out,
+            &format!(
+                "alloclab: write after free at {:#x}: byte 9 of the freed region at {:#x} (size class 48) was changed\n",
+                p as usize + 9,
+                p as usize
+            ),
+        );
+    }
+    // Without a quarantine the check runs when the region is handed out again (another live
+    // region keeps the run, else its pages would go back as a new, unchecked run).
+    let h = heap(Safety {
+        poison: Poison::All,
+        ..Safety::OFF
+    });
+    let p = h.malloc(100);
+    let _keep = h.malloc(100);
+    let out = expect_abort(|| {
+        // SAFETY: the misuse under test.
+        unsafe {
+            h.free(p);
+            p.add(99).write(0);
+        }
+        let _ = h.malloc(100);
+    });
+    starts_with(
+        &out,
+        &format!("alloclab: write after free at {:#x}", p as usize + 99),
+    );
+}
+
+#[test]
+fn poison_some_checks_only_its_bytes_and_zero_fills_with_zeros() {
+    let h = heap(Safety {
+        poison: Poison::Some(64),
+        ..Safety::OFF
+    });
+    let p = h.malloc(1000);
+    let _keep = h.malloc(1000);
+    // SAFETY: a write after free past the poisoned bytes goes unseen, by design.
+    unsafe {
+        h.free(p);
+        assert_eq!(*p.add(63), 0xe5);
+        p.add(64).write(1);
+    }
+    assert_eq!(h.malloc(1000), p, "the same region comes back");
+    let h = heap(Safety {
+        zero: true,
+        ..Safety::OFF
+    });
+    let p = h.malloc(64);
+    let _keep = h.malloc(64);
+    // SAFETY: live, then freed and read (not written) to see the fill.
+    unsafe {
+        p.write_bytes(7, 64);
+        h.free(p);
+        assert!((0..64).all(|i| *p.add(i) == 0));
+    }
+    let out = expect_abort(|| {
+        // SAFETY: the misuse under test.
+        unsafe { p.write(1) };
+        let _ = h.malloc(64);
+    });
+    starts_with(&out, "alloclab: write after free");
+}
+
+#[test]
+fn overflows_past_small_allocations_are_reported_on_free() {
+    for (size, off) in [(20usize, 20usize), (20, 27), (100, 100), (1000, 1003)] {
+        let h = hardened();
+        let p = h.malloc(size);
+        assert_eq!(h.usable_size(p), Ok(size), "the canary follows the request");
+        let out = expect_abort(|| {
+            // SAFETY: the misuse under test: a write past the end (inside the region).
+            unsafe {
+                p.add(off).write(0);
+                h.free(p);
+            }
+        });
+        starts_with(
+            &out,
+            &format!(
+                "alloclab: heap overflow: the allocation of {size} bytes at {:#x} was written at offset {off} ({} past its end)",
+                p as usize,
+                off - size + 1
+            ),
+        );
+    }
+}
+
+#[test]
+fn overflows_past_large_allocations_fault_on_the_guard_page() {
+    // Sizes that are multiples of 16: the byte right after the request is the guard's.
+    for size in [4096usize, 5008, 100_000] {
+        let h = hardened();
+        let p = h.malloc(size);
+        assert_eq!((p as usize + size) % 4096, 0, "ends at the guard page");
+        assert_eq!(h.usable_size(p), Ok(size));
+        // SAFETY: all of it is writable.
+        unsafe { p.write_bytes(1, size) };
+        expect_signal(libc::SIGSEGV, || {
+            // SAFETY: the misuse under test.
+            unsafe { p.add(size).write_volatile(0) };
+        });
+        // SAFETY: live.
+        unsafe { h.free(p) };
+        h.check_invariants().unwrap();
+    }
+    // Aligned requests stay aligned; the guard follows the last page.
+    let h = hardened();
+    let p = h.allocate(10_000, 8192, false);
+    assert_eq!(p as usize % 8192, 0);
+    assert!(h.usable_size(p).unwrap() >= 10_000);
+    // SAFETY: live.
+    unsafe { h.free(p) };
+}
+
+#[test]
+fn freed_large_allocations_are_inaccessible_in_quarantine() {
+    let h = hardened();
+    let p = h.malloc(50_000);
+    // SAFETY: freed before the child reads it.
+    unsafe { h.free(p) };
+    expect_signal(libc::SIGSEGV, || {
+        // SAFETY: the misuse under test: a read after free.
+        let _ = unsafe { p.read_volatile() };
+    });
+    expect_signal(libc::SIGSEGV, || {
+        // SAFETY: the misuse under test: a write after free.
+        unsafe { p.add(40_000).write_volatile(1) };
+    });
+    // SAFETY: the misuse under test: refused before anything is touched.
+    assert_eq!(unsafe { h.try_free(p) }, Err(FreeError::Freed));
+}
+
+#[test]
+fn zero_size_allocations_are_unique_and_inaccessible() {
+    let h = hardened();
+    let a = h.malloc(0);
+    let b = h.malloc(0);
+    assert!(!a.is_null() && a != b);
+    assert_eq!(h.usable_size(a), Ok(0));
+    expect_signal(libc::SIGSEGV, || {
+        // SAFETY: the misuse under test: a read through a malloc(0) pointer.
+        let _ = unsafe { a.read_volatile() };
+    });
+    expect_signal(libc::SIGSEGV, || {
+        // SAFETY: the misuse under test.
+        unsafe { b.write_volatile(1) };
+    });
+    // SAFETY: live, then the misuse (double free) refused.
+    unsafe {
+        h.free(a);
+        assert_eq!(h.try_free(a), Err(FreeError::Freed));
+        assert_eq!(h.try_free(b.add(1)), Err(FreeError::Interior));
+        let c = h.realloc_c(b, 10);
+        assert_eq!(h.usable_size(c), Ok(10));
+        h.free(c);
+    }
+    h.check_invariants().unwrap();
+}
+
+#[test]
+fn every_bad_free_has_its_own_message() {
+    for safety in [Safety::OFF, Safety::HARDENED] {
+        let h = heap(safety);
+        let p = h.malloc(64);
+        let class = if safety.canary { 80 } else { 64 };
+        let big = h.malloc(20_000);
+        let mut local = 0u8;
+        // SAFETY: each call is refused before touching memory; `p` is freed once for real.
+        unsafe {
+            assert_eq!(h.try_free(&mut local), Err(FreeError::NotOurs));
+            assert_eq!(h.try_free(p.add(16)), Err(FreeError::Interior));
+            assert_eq!(h.try_free(big.add(16)), Err(FreeError::Interior));
+            assert_eq!(
+                h.try_free(p.add(class * 30)),
+                Err(FreeError::NeverAllocated)
+            );
+            h.free(p);
+            assert_eq!(h.try_free(p), Err(FreeError::Freed));
+        }
+        let out = expect_abort(|| {
+            // SAFETY: the misuse under test, refused.
+            unsafe { h.free(p) }
+        });
+        assert_eq!(
+            out,
+            format!(
+                "alloclab: free({:#x}): pointer already freed (double free)\n",
+                p as usize
+            )
+        );
+    }
+}
+
+#[test]
+fn options_not_compiled_in_are_refused() {
+    let h = Heap::<alloclab::configs::Lifo>::with_options(Options {
+        safety: Safety::HARDENED,
+        ..Options::DEFAULT
+    });
+    let out = expect_abort(|| {
+        let _ = h.malloc(1);
+    });
+    starts_with(
+        &out,
+        "alloclab: config lifo does not compile in the debug checks asked for (poison, canary, guard, quarantine, zero-size)",
+    );
+    let h = heap(Safety {
+        poison: Poison::Some(100),
+        ..Safety::OFF
+    });
+    let out = expect_abort(|| {
+        let _ = h.malloc(1);
+    });
+    starts_with(&out, "alloclab: bad debug options: poison size");
+}
+
+/// Correct programs are unaffected: random work with contents checked, under each profile.
+#[test]
+fn correct_programs_keep_their_data_under_every_profile() {
+    let sampling = Safety {
+        sample: 3,
+        ..Safety::HARDENED
+    };
+    for safety in [Safety::OFF, Safety::HARDENED, Safety::DEBUG, sampling] {
+        let h = Heap::<CheckedThreads>::with_options(Options {
+            safety,
+            ..Options::DEFAULT
+        });
+        let mut rng = Rng::new(7);
+        let mut live: Vec<(usize, usize, u8)> = Vec::new();
+        for step in 0..3000 {
+            if live.len() < 200 && rng.chance(60) {
+                let size = rng.size().min(2_500_000);
+                let p = if rng.chance(10) {
+                    h.calloc(1, size)
+                } else {
+                    h.malloc(size)
+                };
+                assert!(!p.is_null());
+                let tag = step as u8;
+                // SAFETY: `size` bytes just allocated.
+                unsafe { p.write_bytes(tag, size) };
+                live.push((p as usize, size, tag));
+            } else if !live.is_empty() {
+                let i = rng.below(live.len());
+                let (p, size, tag) = live.swap_remove(i);
+                let p = p as *mut u8;
+                assert_eq!(h.size_fits(p, size, 16), Ok(true), "{size} bytes at {p:?}");
+                // SAFETY: live with `size` bytes of `tag`.
+                unsafe {
+                    assert!((0..size).step_by(61).all(|o| *p.add(o) == tag));
+                    if rng.chance(20) {
+                        let n = rng.size().min(2_500_000);
+                        let q = h.realloc_c(p, n);
+                        assert!((0..size.min(n)).step_by(61).all(|o| *q.add(o) == tag));
+                        q.write_bytes(tag, n);
+                        live.push((q as usize, n, tag));
+                    } else {
+                        h.free(p);
+                    }
+                }
+            }
+        }
+        let mut check: Vec<(usize, usize)> = live.iter().map(|&(p, s, _)| (p, s)).collect();
+        h.check_live(&mut check).unwrap();
+        for (p, _, _) in live {
+            // SAFETY: live.
+            unsafe { h.free(p as *mut u8) };
+        }
+        h.check_invariants().unwrap();
+    }
+}
+
+fn sampling(every: usize) -> Heap<Checked> {
+    heap(Safety {
+        sample: every,
+        ..Safety::OFF
+    })
+}
+
+#[test]
+fn sampled_allocations_sit_against_a_guard_and_fault_with_a_report() {
+    let h = sampling(1);
+    // Every eligible allocation is sampled: each one is alone in its page.
+    let mut seen = Vec::new();
+    for size in [1usize, 16, 100, 4000, 4096] {
+        let p = h.malloc(size);
+        let page = p as usize & !4095;
+        assert!(p as usize == page || (p as usize + size).next_multiple_of(16) == page + 4096);
+        assert!(!seen.contains(&page), "one allocation per slot");
+        seen.push(page);
+        assert_eq!(h.usable_size(p), Ok(size));
+        // SAFETY: `size` bytes just allocated.
+        unsafe { p.write_bytes(7, size) };
+    }
+    let p = h.malloc(64);
+    let at_end = p as usize % 4096 != 0;
+    let out = expect_signal(libc::SIGSEGV, || {
+        // SAFETY: the misuse under test: one byte past the end or before the start, whichever
+        // side of the slot holds the guard the allocation was placed against.
+        unsafe {
+            if at_end {
+                p.add(64).write_volatile(1)
+            } else {
+                p.sub(1).write_volatile(1)
+            }
+        }
+    });
+    let kind = if at_end {
+        "heap overflow"
+    } else {
+        "heap underflow"
+    };
+    starts_with(&out, &format!("alloclab: sampled allocation: {kind} at "));
+    assert!(out.contains("the live allocation of 64 bytes at"), "{out}");
+    assert!(out.contains("allocated by thread"), "{out}");
+    // A use after free faults with both stacks.
+    // SAFETY: live, then the misuse in the child.
+    unsafe { h.free(p) };
+    let out = expect_signal(libc::SIGSEGV, || {
+        // SAFETY: the misuse under test.
+        let _ = unsafe { p.add(10).read_volatile() };
+    });
+    starts_with(&out, "alloclab: sampled allocation: use after free at ");
+    assert!(
+        out.contains("offset 10 in the freed allocation of 64 bytes"),
+        "{out}"
+    );
+    assert!(out.contains("freed by thread"), "{out}");
+    // A double free is reported, then aborts.
+    let out = expect_abort(|| {
+        // SAFETY: the misuse under test, refused.
+        unsafe { h.free(p) }
+    });
+    starts_with(&out, "alloclab: sampled allocation: double free at ");
+    assert!(
+        out.ends_with("pointer already freed (double free)\n"),
+        "{out}"
+    );
+    // Big or very aligned requests are not sampled.
+    let big = h.malloc(5000);
+    assert!(!seen.contains(&(big as usize & !4095)));
+    // SAFETY: live.
+    unsafe { h.free(big) };
+}
+
+#[test]
+fn sampling_one_in_n_samples_about_one_in_n() {
+    let h = sampling(50);
+    let mut sampled = 0;
+    let mut live = Vec::new();
+    for _ in 0..5000 {
+        let p = h.malloc(32);
+        // Sampled allocations are in no arena's chunk.
+        if h.arena_of(p).is_none() {
+            sampled += 1;
+        }
+        live.push(p);
+    }
+    for p in live {
+        // SAFETY: live.
+        unsafe { h.free(p) };
+    }
+    // Expected 100 (delays uniform in 1..=100).
+    assert!((60..=150).contains(&sampled), "{sampled} of 5000 sampled");
+    h.check_invariants().unwrap();
+}
+
+#[test]
+fn time_based_sampling_samples_after_each_interval() {
+    let h = heap(Safety {
+        sample_ms: 1,
+        ..Safety::OFF
+    });
+    let mut live = vec![h.malloc(32)];
+    let mut sampled = 0;
+    for _ in 0..3 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        // The clock is read every 64 allocations: within 65 of them, one is sampled.
+        for _ in 0..65 {
+            let p = h.malloc(32);
+            sampled += usize::from(h.arena_of(p).is_none());
+            live.push(p);
+        }
+    }
+    assert!((3..=20).contains(&sampled), "{sampled} sampled");
+    for p in live {
+        // SAFETY: live.
+        unsafe { h.free(p) };
+    }
+}
