@@ -13,6 +13,9 @@
 //! Arena choice (which arena serves the current thread):
 //! [`Single`], [`ThreadLocal`], [`RoundRobin`], [`PerCpu`], [`Hashed`], one file each.
 //!
+//! Front end (what sits in front of the arenas for small requests):
+//! [`NoCache`] (`no_cache.rs`), [`ThreadCache`] (`thread_cache.rs`), one file each.
+//!
 //! Named configurations combining them are in [`configs`].
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -30,6 +33,9 @@ mod round_robin;
 mod single;
 mod thread_local;
 
+mod no_cache;
+mod thread_cache;
+
 pub mod configs;
 
 pub use addr_ordered::{AddrOrdered, Treap, TreeLinks};
@@ -38,7 +44,9 @@ pub use hashed::Hashed;
 pub use lifo::Lifo;
 pub use list::{ListLinks, ListRun, RunList};
 pub use mrf::Mrf;
+pub use no_cache::NoCache;
 pub use per_cpu::PerCpu;
 pub use round_robin::RoundRobin;
 pub use single::Single;
+pub use thread_cache::ThreadCache;
 pub use thread_local::ThreadLocal;
