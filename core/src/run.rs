@@ -177,7 +177,9 @@ impl Run {
     /// Whether region `idx` is free.
     pub unsafe fn is_free(&self, idx: usize) -> bool {
         // SAFETY: see `free`; `idx < capacity`.
-        unsafe { word(RunHeader::bitmap_ptr(self.0), idx / 64).load(Relaxed) & (1 << (idx % 64)) != 0 }
+        unsafe {
+            word(RunHeader::bitmap_ptr(self.0), idx / 64).load(Relaxed) & (1 << (idx % 64)) != 0
+        }
     }
 
     /// Whether region `idx` is free, read without the arena lock (the bit of a region the

@@ -135,6 +135,7 @@ fn configs() -> [(&'static str, Selection); 4] {
         reuse,
         current_run,
         arenas,
+        tcache: false,
         options: Options::DEFAULT,
     };
     [

@@ -1,9 +1,9 @@
 //! Run-time selection among compile-time heaps.
 //!
-//! Every combination of run reuse (3) x current run (2) x arena choice (5) is a monomorphized
-//! `Heap<Using<R, A>>`: the engine's policies stay statically dispatched and inlined. What the
-//! start-up configuration picks is one table of function pointers (`Ops`) into one of those 30
-//! heaps, so a call costs one load and one indirect call more than a compile-time `Heap<C>`
+//! Every combination of run reuse (3) x current run (2) x arena choice (5) x front end (2) is a
+//! monomorphized `Heap<Using<R, A, F>>`: the engine's policies stay statically dispatched and
+//! inlined. What the start-up configuration picks is one table of function pointers (`Ops`) into
+//! one of those 60 heaps, so a call costs one load and one indirect call more than a compile-time `Heap<C>`
 //! (`benches/dispatch.rs` measures how much, with callgrind).
 //!
 //! Only one heap ever exists in the process: it lives in `SLOT`, a static big enough for any
@@ -13,10 +13,11 @@
 //! This file depends on nothing else in the crate, so the benchmark compiles it as it is.
 
 use alloclab_core::size_class::QUANTUM;
-use alloclab_core::{ArenaChoice, Config, FreeError, Heap, Options, Stats};
+use alloclab_core::{ArenaChoice, Config, FreeError, FrontEnd, Heap, Options, Stats};
 use alloclab_policies::configs::Using;
 use alloclab_policies::{
-    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, PerCpu, RoundRobin, Single, ThreadLocal,
+    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, NoCache, PerCpu, RoundRobin, Single, ThreadCache,
+    ThreadLocal,
 };
 use core::cell::UnsafeCell;
 use core::fmt;
@@ -59,6 +60,8 @@ pub struct Selection {
     pub current_run: bool,
     /// Arena choice.
     pub arenas: Arenas,
+    /// Whether a per-thread cache sits in front of the arenas.
+    pub tcache: bool,
     /// Engine tunables (`narenas`, `dirty_max_pages`).
     pub options: Options,
 }
@@ -165,7 +168,11 @@ impl<C: Config> OpsOf<C> {
     fn describe(w: &mut dyn fmt::Write) -> fmt::Result {
         w.write_str("reuse ")?;
         <C::Reuse as alloclab_core::RunReuse>::write_name(w)?;
-        write!(w, ", arenas {}", <C::Arenas as ArenaChoice>::NAME)
+        write!(w, ", arenas {}", <C::Arenas as ArenaChoice>::NAME)?;
+        if <C::Front as FrontEnd>::CACHE {
+            write!(w, ", front {}", <C::Front as FrontEnd>::NAME)?;
+        }
+        Ok(())
     }
 
     /// Puts a fresh `Heap<C>` in the slot and returns its table.
@@ -189,29 +196,42 @@ impl<C: Config> OpsOf<C> {
 pub unsafe fn install(sel: &Selection) -> &'static Ops {
     // SAFETY: forwarded contract.
     unsafe {
-        match sel.arenas {
-            Arenas::Single => with_arenas::<Single>(sel),
-            Arenas::Thread => with_arenas::<ThreadLocal>(sel),
-            Arenas::RoundRobin => with_arenas::<RoundRobin>(sel),
-            Arenas::PerCpu => with_arenas::<PerCpu>(sel),
-            Arenas::Hashed => with_arenas::<Hashed>(sel),
+        if sel.tcache {
+            with_front::<ThreadCache>(sel)
+        } else {
+            with_front::<NoCache>(sel)
         }
     }
 }
 
 /// # Safety
 /// As for [`install`].
-unsafe fn with_arenas<A: ArenaChoice>(sel: &Selection) -> &'static Ops {
+unsafe fn with_front<F: FrontEnd>(sel: &Selection) -> &'static Ops {
+    // SAFETY: forwarded contract.
+    unsafe {
+        match sel.arenas {
+            Arenas::Single => with_arenas::<Single, F>(sel),
+            Arenas::Thread => with_arenas::<ThreadLocal, F>(sel),
+            Arenas::RoundRobin => with_arenas::<RoundRobin, F>(sel),
+            Arenas::PerCpu => with_arenas::<PerCpu, F>(sel),
+            Arenas::Hashed => with_arenas::<Hashed, F>(sel),
+        }
+    }
+}
+
+/// # Safety
+/// As for [`install`].
+unsafe fn with_arenas<A: ArenaChoice, F: FrontEnd>(sel: &Selection) -> &'static Ops {
     let o = sel.options;
     // SAFETY: forwarded contract.
     unsafe {
         match (sel.reuse, sel.current_run) {
-            (Reuse::AddrOrdered, false) => OpsOf::<Using<AddrOrdered, A>>::install(o),
-            (Reuse::AddrOrdered, true) => OpsOf::<Using<CurrentRun<AddrOrdered>, A>>::install(o),
-            (Reuse::Lifo, false) => OpsOf::<Using<Lifo, A>>::install(o),
-            (Reuse::Lifo, true) => OpsOf::<Using<CurrentRun<Lifo>, A>>::install(o),
-            (Reuse::Mrf, false) => OpsOf::<Using<Mrf, A>>::install(o),
-            (Reuse::Mrf, true) => OpsOf::<Using<CurrentRun<Mrf>, A>>::install(o),
+            (Reuse::AddrOrdered, false) => OpsOf::<Using<AddrOrdered, A, F>>::install(o),
+            (Reuse::AddrOrdered, true) => OpsOf::<Using<CurrentRun<AddrOrdered>, A, F>>::install(o),
+            (Reuse::Lifo, false) => OpsOf::<Using<Lifo, A, F>>::install(o),
+            (Reuse::Lifo, true) => OpsOf::<Using<CurrentRun<Lifo>, A, F>>::install(o),
+            (Reuse::Mrf, false) => OpsOf::<Using<Mrf, A, F>>::install(o),
+            (Reuse::Mrf, true) => OpsOf::<Using<CurrentRun<Mrf>, A, F>>::install(o),
         }
     }
 }
