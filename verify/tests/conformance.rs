@@ -16,7 +16,7 @@ fn modeled<R: Modeled>() -> Summary {
 #[test]
 fn lifo() {
     let s = modeled::<Lifo>();
-    assert_eq!(s.passed.len(), 4, "{s}");
+    assert_eq!(s.passed.len(), 6, "{s}");
 }
 
 #[test]
@@ -45,5 +45,5 @@ fn arena_choices() {
     verify_arena_choice::<RoundRobin>();
     verify_arena_choice::<PerCpu>();
     let s = verify_arena_choice::<Hashed>();
-    assert_eq!(s.passed.len(), 4, "{s}");
+    assert_eq!(s.passed.len(), 5, "{s}");
 }
