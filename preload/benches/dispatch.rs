@@ -361,6 +361,10 @@ fn main() {
             Some("config:lifo".to_string()),
         ),
         (
+            "liballoclab.so config:lifo-tcache",
+            Some("config:lifo-tcache".to_string()),
+        ),
+        (
             "liballoclab.so config:mrf-current",
             Some("config:mrf-current".to_string()),
         ),
