@@ -175,6 +175,7 @@ impl Run {
     }
 
     /// Whether region `idx` is free.
+    #[inline(always)]
     pub unsafe fn is_free(&self, idx: usize) -> bool {
         // SAFETY: see `free`; `idx < capacity`.
         unsafe {
