@@ -13,7 +13,8 @@
 //!
 //! An arena's own counters (`Heap::arena_stats`) see a region in a thread cache as taken from
 //! its run (`live`, `allocations` and `frees` count regions leaving and entering runs); the
-//! heap's `Stats` move those regions from `live` to `cached`.
+//! heap's `Stats` count the program's: regions in caches are `cached`, not `live`, and
+//! allocations and frees are the program's calls, wherever they were served.
 
 use crate::size_class::{class_size, NBINS};
 use core::fmt::{self, Write};

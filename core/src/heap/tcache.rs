@@ -40,7 +40,7 @@ use crate::page_map::Owner;
 use crate::policy::{Config, FrontEnd, Options};
 use crate::run::{Run, RunHeader};
 use crate::size_class::{bin, CHUNK_HEADER_PAGES, NBINS};
-use crate::sync::untracked::AtomicUsize;
+use crate::sync::untracked::{AtomicU64, AtomicUsize};
 use crate::sync::{Ordering::Relaxed, UnsafeCell};
 use crate::thread;
 use core::cell::Cell;
@@ -54,8 +54,13 @@ struct CacheBin {
     /// The top region (0: empty); each region's first word holds the next one.
     head: Cell<usize>,
     /// Regions on the stack. Written only by the cache's thread (a load and a store), read by
-    /// `stats` from any thread.
+    /// `stats` from any thread, as are the two counters below.
     count: AtomicUsize,
+    /// Frees of the program that the stack took (the arena never saw them), since the cache
+    /// was made (it keeps counting when a new thread reuses it).
+    absorbed: AtomicU64,
+    /// Regions the stack gave back to their runs (the arena counted each as a free).
+    flushed: AtomicU64,
 }
 
 /// One thread's cache in one heap.
@@ -247,6 +252,8 @@ impl<C: Config> Heap<C> {
                     bins: core::array::from_fn(|_| CacheBin {
                         head: Cell::new(0),
                         count: AtomicUsize::new(0),
+                        absorbed: AtomicU64::new(0),
+                        flushed: AtomicU64::new(0),
                     }),
                     owner: Cell::new(0),
                     next: Cell::new(ptr::null_mut()),
@@ -385,6 +392,8 @@ impl<C: Config> Heap<C> {
                 Self::flush(c, idx, (cap / 2).max(1));
             }
             c.push(&s.caches, idx, addr);
+            let absorbed = &c.bins[idx].absorbed;
+            absorbed.store(absorbed.load(Relaxed) + 1, Relaxed);
         }
         Some(Ok(()))
     }
@@ -412,6 +421,8 @@ impl<C: Config> Heap<C> {
         if k > 0 && crate::seeded::active(crate::seeded::Bug::LostFlush) {
             k -= 1;
         }
+        let flushed = &c.bins[idx].flushed;
+        flushed.store(flushed.load(Relaxed) + k as u64, Relaxed);
         let regions = &mut regions[..k];
         let mut done = 0;
         while done < regions.len() {
@@ -462,28 +473,38 @@ impl<C: Config> Heap<C> {
         }
     }
 
-    /// Moves the regions held by thread caches from `live` to `cached` in `st`.
+    /// Turns the arenas' counts of regions leaving and entering runs into the program's: the
+    /// regions held by thread caches move from `live` to `cached`, frees count those the
+    /// caches took instead of those they gave back, and allocations are frees plus live.
     pub(super) fn account_caches(s: &Shared<C>, st: &mut crate::stats::Stats) {
         if !C::Front::CACHE {
             return;
         }
         let mut cached = [0usize; NBINS];
+        let mut absorbed = [0u64; NBINS];
+        let mut flushed = [0u64; NBINS];
         s.caches.with(|l| {
-            let mut c = l.live;
-            while !c.is_null() {
-                // SAFETY: live caches, listed under the pool lock; counts are atomics.
-                unsafe {
-                    for (n, b) in cached.iter_mut().zip((*c).bins.iter()) {
-                        *n += b.count.load(Relaxed);
+            for mut c in [l.live, l.spare] {
+                while !c.is_null() {
+                    // SAFETY: caches listed under the pool lock; counts are atomics.
+                    unsafe {
+                        for (i, b) in (*c).bins.iter().enumerate() {
+                            cached[i] += b.count.load(Relaxed);
+                            absorbed[i] += b.absorbed.load(Relaxed);
+                            flushed[i] += b.flushed.load(Relaxed);
+                        }
+                        c = (*c).next.get();
                     }
-                    c = (*c).next.get();
                 }
             }
         });
         let mut bytes = 0;
-        for (i, (b, &n)) in st.bins.iter_mut().zip(cached.iter()).enumerate() {
+        for (i, b) in st.bins.iter_mut().enumerate() {
+            let n = cached[i];
             b.cached = n;
             b.live = b.live.saturating_sub(n);
+            b.frees = (b.frees + absorbed[i]).saturating_sub(flushed[i]);
+            b.allocations = b.frees + b.live as u64;
             bytes += n * bin(i).size as usize;
         }
         st.cached = bytes;
