@@ -307,6 +307,7 @@ pub fn split_reports(stderr: &str) -> (Vec<Report>, String) {
             }
             if line.starts_with("allocated:")
                 || line.starts_with("resident:")
+                || line.starts_with("thread caches:")
                 || line.trim_start().starts_with("bin ")
             {
                 continue;
