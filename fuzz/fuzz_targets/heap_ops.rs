@@ -37,10 +37,13 @@ fuzz_target!(|data: &[u8]| {
             Err(_) => break,
         }
     }
-    match which % 4 {
-        0 => run::<configs::AddrOrdered>(&ops),
-        1 => run::<configs::Lifo>(&ops),
-        2 => run::<configs::Mrf>(&ops),
-        _ => run::<configs::MrfCurrent>(&ops),
+    // Bytes 0..=3 keep naming the configs they named before lifo-tcache existed (the seeds use
+    // them); a first byte with the high bit set picks lifo-tcache.
+    match (which >= 128, which % 4) {
+        (true, _) => run::<configs::LifoTcache>(&ops),
+        (false, 0) => run::<configs::AddrOrdered>(&ops),
+        (false, 1) => run::<configs::Lifo>(&ops),
+        (false, 2) => run::<configs::Mrf>(&ops),
+        (false, _) => run::<configs::MrfCurrent>(&ops),
     }
 });
