@@ -329,18 +329,8 @@ impl<C: Config> Heap<C> {
         };
         let n = (s.caches.cap(idx) / 2).max(1);
         let mut taken = [0usize; MAX_COUNT];
-        let got = a.with(|inner| {
-            let mut k = 0;
-            while k < n {
-                let p = inner.alloc_small(idx, false, a, a.index(), &s.map);
-                if p.is_null() {
-                    break;
-                }
-                taken[k] = p as usize;
-                k += 1;
-            }
-            k
-        });
+        let got =
+            a.with(|inner| inner.alloc_small_batch(idx, &mut taken[..n], a, a.index(), &s.map));
         // Lowest address on top: the order the arena handed them out in.
         for &p in taken[1..got.max(1)].iter().rev() {
             // SAFETY: our cache; regions just taken from their run, the stack is empty.
@@ -406,16 +396,20 @@ impl<C: Config> Heap<C> {
     #[inline(never)]
     unsafe fn flush(c: &ThreadCache, idx: usize, n: usize) {
         let mut regions = [0usize; MAX_COUNT];
+        let b = &c.bins[idx];
+        let mut p = b.head.get();
         let mut k = 0;
-        while k < n.min(MAX_COUNT) {
-            // SAFETY: per the contract.
-            let p = unsafe { c.pop(idx) };
-            if p == 0 {
-                break;
-            }
+        while p != 0 && k < n.min(MAX_COUNT) {
             regions[k] = p;
             k += 1;
+            // SAFETY: per the contract, the stack's regions are ours; each leaves it unmarked.
+            unsafe {
+                (p as *mut usize).add(1).write(0);
+                p = (p as *const usize).read();
+            }
         }
+        b.head.set(p);
+        b.count.store(b.count.load(Relaxed) - k, Relaxed);
         // alloclab_seeded: the lost flush (the batch's last region never reaches its run).
         #[cfg(alloclab_seeded)]
         if k > 0 && crate::seeded::active(crate::seeded::Bug::LostFlush) {
@@ -626,15 +620,14 @@ fn arena_of<C: Config>(addr: usize) -> *const Arena<C> {
     unsafe { (*ChunkHeader::of(addr)).arena as *const Arena<C> }
 }
 
-/// Returns a cached region to its run.
+/// Returns a region taken off a cache's stack (its mark cleared) to its run.
 ///
 /// # Safety
 /// `addr` is a region taken from a live run of the arena whose state `inner` is (locked).
+#[inline(always)]
 unsafe fn give_back<C: Config>(inner: &mut ArenaInner<C>, addr: usize) {
-    // SAFETY: per the contract: two words to clear, and the entry of a live run's page.
+    // SAFETY: per the contract: the entry of a live run's page.
     unsafe {
-        (addr as *mut usize).write(0);
-        (addr as *mut usize).add(1).write(0);
         let chunk = ChunkHeader::of(addr);
         let page = ChunkHeader::page_index(addr);
         let e = (*ChunkHeader::entry(chunk, page)).get();
