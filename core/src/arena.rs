@@ -529,7 +529,7 @@ impl<C: Config> ArenaInner<C> {
     ///
     /// # Safety
     /// `chunk` is ours and `e` is the `SMALL` entry of `addr`'s page.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn free_small(
         &mut self,
         chunk: *mut ChunkHeader,
