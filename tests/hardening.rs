@@ -13,6 +13,7 @@ struct Checked;
 impl Config for Checked {
     type Reuse = Lifo;
     type Arenas = Single;
+    type Front = alloclab::policies::NoCache;
     const NAME: &'static str = "checked";
     const DEBUG: DebugCaps = DebugCaps::ALL;
 }
@@ -22,6 +23,7 @@ struct CheckedThreads;
 impl Config for CheckedThreads {
     type Reuse = Lifo;
     type Arenas = ThreadLocal;
+    type Front = alloclab::policies::NoCache;
     const NAME: &'static str = "checked-threads";
     const DEBUG: DebugCaps = DebugCaps::ALL;
 }

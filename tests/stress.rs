@@ -6,7 +6,8 @@ mod common;
 
 use alloclab::configs::{self, Using};
 use alloclab::policies::{
-    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, PerCpu, RoundRobin, Single, ThreadLocal,
+    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, PerCpu, RoundRobin, Single, ThreadCache,
+    ThreadLocal,
 };
 use alloclab::{Config, Heap, Options};
 use common::{fill, verify, Rng};
@@ -148,6 +149,12 @@ fn stress_with<C: Config>(heap: Heap<C>, seed: u64) {
     }
     heap.check_invariants()
         .unwrap_or_else(|v| panic!("{}: {v}", heap.describe()));
+    // The threads exited (their caches were flushed); this thread's cache goes back too, so
+    // that the arenas must hold nothing (a no-op without a thread cache).
+    assert_eq!(heap.stats().allocated, 0);
+    heap.flush_thread_cache();
+    heap.check_invariants()
+        .unwrap_or_else(|v| panic!("{}: {v}", heap.describe()));
     let st = heap.stats();
     assert_eq!(
         st.allocated,
@@ -185,6 +192,16 @@ fn named_mrf() {
 #[test]
 fn named_mrf_current() {
     stress::<configs::MrfCurrent>(4);
+}
+
+#[test]
+fn named_lifo_tcache() {
+    stress::<configs::LifoTcache>(12);
+}
+
+#[test]
+fn thread_cache_over_shared_arenas() {
+    stress::<Using<Mrf, RoundRobin, ThreadCache<{ 16 * 1024 }>>>(13);
 }
 
 #[test]

@@ -34,6 +34,7 @@ struct Plain;
 impl Config for Plain {
     type Reuse = Lifo;
     type Arenas = ThreadLocal;
+    type Front = alloclab::policies::NoCache;
     const NAME: &'static str = "plain";
 }
 
@@ -42,6 +43,7 @@ struct Checkable;
 impl Config for Checkable {
     type Reuse = Lifo;
     type Arenas = ThreadLocal;
+    type Front = alloclab::policies::NoCache;
     const NAME: &'static str = "checkable";
     const DEBUG: DebugCaps = DebugCaps::ALL;
 }

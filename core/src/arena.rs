@@ -482,6 +482,55 @@ impl<C: Config> ArenaInner<C> {
         }
     }
 
+    /// Takes up to `out.len()` regions of bin `idx` into `out` (a thread cache's fill), as that
+    /// many `alloc_small` calls would, but asking the policy once per run instead of once per
+    /// region; returns how many (fewer only if the OS refuses memory).
+    pub fn alloc_small_batch(
+        &mut self,
+        idx: usize,
+        out: &mut [usize],
+        arena: *const Arena<C>,
+        index: usize,
+        map: &PageMap,
+    ) -> usize {
+        let size = BINS[idx].size as usize;
+        let mut n = 0;
+        while n < out.len() {
+            let run = match C::Reuse::pick(&mut self.bins[idx].policy) {
+                Some(r) => r,
+                None => match self.new_run(idx, arena, index, map) {
+                    Some(r) => r,
+                    None => break,
+                },
+            };
+            let r = run.run();
+            // SAFETY: as in `alloc_small`: a run the policy knows, checked before use.
+            unsafe {
+                if r.free() == 0 || r.bin_index() != idx {
+                    crate::report::fatal(format_args!(
+                        "run-reuse policy {} picked run {:#x}, which is full or of another bin",
+                        C::Reuse::NAME,
+                        run.addr()
+                    ));
+                }
+                let first = n;
+                while n < out.len() && r.free() > 0 {
+                    out[n] = r.take_region().0;
+                    n += 1;
+                }
+                let bin = &mut self.bins[idx];
+                if r.free() == 0 {
+                    C::Reuse::remove(&mut bin.policy, run, Removal::Full);
+                    bin.stats.nonfull_runs -= 1;
+                }
+                bin.stats.allocations += (n - first) as u64;
+                bin.stats.live += n - first;
+                self.stats.small_allocated += (n - first) * size;
+            }
+        }
+        n
+    }
+
     #[cold]
     fn new_run(
         &mut self,
@@ -512,7 +561,7 @@ impl<C: Config> ArenaInner<C> {
     ///
     /// # Safety
     /// `chunk` is ours and `e` is the `SMALL` entry of `addr`'s page.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn free_small(
         &mut self,
         chunk: *mut ChunkHeader,

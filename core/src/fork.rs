@@ -9,7 +9,9 @@
 //! heaps initialize under its lock, so taking the registry first and then each registered
 //! heap's locks covers every heap, including one that another thread is building at that moment.
 //! Lock order (the order the engine nests them everywhere): thread registry, then per heap:
-//! arena creation, arena pool, base, huge, the arenas by index.
+//! arena creation, arena pool, thread caches' pool, base, huge, the arenas by index. In the
+//! child, the thread caches of threads that did not survive the fork are flushed once every
+//! lock is reset (`heap/tcache.rs`).
 //!
 //! A heap installs the handlers on first use unless `Options::fork_handlers` is false. A program
 //! with handlers of its own (such as `liballoclab.so`, which also takes its log's lock) calls

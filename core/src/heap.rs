@@ -18,7 +18,7 @@ use crate::invariants::{Violation, ViolationKind};
 use crate::lock::RawLock;
 use crate::os;
 use crate::page_map::{Owner, PageMap};
-use crate::policy::{ArenaChoice, Config, Options};
+use crate::policy::{ArenaChoice, Config, FrontEnd, Options};
 use crate::report::fatal;
 use crate::safety::{DebugCaps, Safety, CANARY_BYTES, JUNK_BYTE};
 use crate::sampled::Sampler;
@@ -33,12 +33,16 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::marker::PhantomData;
 use core::ptr;
 
+mod tcache;
+use tcache::CachePool;
+
 /// The state a heap maps on first use.
 struct Shared<C: Config> {
     map: PageMap,
     base: Base,
     huge: Huge,
     pool: ArenaPool,
+    caches: CachePool,
     choice: <C::Arenas as ArenaChoice>::State,
     arena_lock: RawLock,
     arenas: [AtomicPtr<Arena<C>>; MAX_ARENAS],
@@ -196,6 +200,7 @@ impl<C: Config> Heap<C> {
                     base: Base::new(),
                     huge: Huge::new(),
                     pool: ArenaPool::new(&self.options, heap_id),
+                    caches: CachePool::new::<C::Front>(&self.options, heap_id),
                     choice: C::Arenas::init(&self.options),
                     arena_lock: RawLock::new(),
                     arenas: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
@@ -224,6 +229,7 @@ impl<C: Config> Heap<C> {
                 reg,
                 mem.as_ptr() as *const (),
                 thread_exit_trampoline::<C>,
+                tcache::cache_exit_trampoline::<C>,
                 fork_trampoline::<C>,
             );
             self.shared.store(mem.as_ptr(), Ordering::Release);
@@ -340,10 +346,17 @@ impl<C: Config> Heap<C> {
             return self.allocate_checked(s, size, align, zero);
         }
         match classify(size, align) {
-            Some(SizeClass::Small(idx)) => match self.choose_arena(s, size) {
-                Some(a) => a.with(|inner| inner.alloc_small(idx, zero, a, a.index(), &s.map)),
-                None => ptr::null_mut(),
-            },
+            Some(SizeClass::Small(idx)) => {
+                if C::Front::CACHE {
+                    if let Some(p) = self.alloc_cached(s, idx, size, zero) {
+                        return p;
+                    }
+                }
+                match self.choose_arena(s, size) {
+                    Some(a) => a.with(|inner| inner.alloc_small(idx, zero, a, a.index(), &s.map)),
+                    None => ptr::null_mut(),
+                }
+            }
             Some(SizeClass::Large(pages)) => match self.choose_arena(s, size) {
                 Some(a) => {
                     a.with(|inner| inner.alloc_large(pages, align, zero, a, a.index(), &s.map))
@@ -614,6 +627,12 @@ impl<C: Config> Heap<C> {
                 if page < CHUNK_HEADER_PAGES {
                     return Err(FreeError::NeverAllocated);
                 }
+                if C::Front::CACHE {
+                    // SAFETY: a chunk of ours from the page map, past its header pages.
+                    if let Some(r) = unsafe { self.free_cached(s, chunk, page, addr) } {
+                        return r;
+                    }
+                }
                 // SAFETY: as in `live`.
                 let arena = unsafe { &*((*chunk).arena as *const Arena<C>) };
                 arena.with_on_free(|inner| {
@@ -704,6 +723,14 @@ impl<C: Config> Heap<C> {
             return ptr::null_mut();
         };
         let usable = match live {
+            // SAFETY: `live` found a taken small region; a cached one carries the mark.
+            Live::Small { .. } if C::Front::CACHE && unsafe { s.caches.marked(ptr as usize) } => {
+                fatal(format_args!(
+                    "realloc({:#x}): {}",
+                    ptr as usize,
+                    FreeError::NotAllocated
+                ))
+            }
             Live::Small { usable } => {
                 if crate::size_class::usable(new_class) == usable
                     && matches!(new_class, SizeClass::Small(_))
@@ -831,6 +858,7 @@ impl<C: Config> Heap<C> {
         st.active = st.arena.active_pages * PAGE + h.allocated;
         st.mapped = st.arena.chunks * CHUNK + h.allocated;
         st.dirty = st.arena.dirty_pages * PAGE;
+        Self::account_caches(s, &mut st);
         st.metadata = s.map.metadata_bytes()
             + s.base.mapped()
             + st.arena.chunks * CHUNK_HEADER_PAGES * PAGE
@@ -853,6 +881,7 @@ impl<C: Config> Heap<C> {
             }
         });
         result?;
+        self.check_caches(s)?;
         s.huge.check(&s.map)
     }
 
@@ -897,6 +926,7 @@ impl<C: Config> Heap<C> {
             Step::Lock => {
                 s.arena_lock.lock();
                 s.pool.lock();
+                s.caches.lock();
                 s.base.lock();
                 s.huge.lock();
                 s.sampler.lock();
@@ -907,6 +937,7 @@ impl<C: Config> Heap<C> {
                 s.sampler.unlock();
                 s.huge.unlock();
                 s.base.unlock();
+                s.caches.unlock();
                 s.pool.unlock();
                 s.arena_lock.unlock();
             }
@@ -915,8 +946,10 @@ impl<C: Config> Heap<C> {
                 s.sampler.reset_lock();
                 s.huge.reset_lock();
                 s.base.reset_lock();
+                s.caches.reset_lock();
                 s.pool.reset_lock();
                 s.arena_lock.reset();
+                Self::fork_child(s);
             }
         }
     }

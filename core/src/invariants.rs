@@ -61,6 +61,9 @@ pub enum ViolationKind {
         /// The value the counter holds.
         actual: usize,
     },
+    /// A thread cache holds a region it must not (free in its run, of another class, twice,
+    /// unmarked), or its counts disagree with its contents or its bound.
+    ThreadCache(&'static str),
     /// A huge allocation's record and the page map disagree.
     Huge(&'static str),
     /// A pointer said to be live is not an allocation of this heap.
@@ -129,6 +132,7 @@ impl fmt::Display for Violation {
                     "statistic {what} is {actual} but the structures say {expected}"
                 )
             }
+            ViolationKind::ThreadCache(s) => write!(f, "thread cache: {s}"),
             ViolationKind::Huge(s) => write!(f, "huge allocation: {s}"),
             ViolationKind::NotLive(e) => write!(f, "live allocation check failed: {e}"),
             ViolationKind::Overlap { other } => write!(f, "overlaps live allocation {other:#x}"),

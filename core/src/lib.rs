@@ -32,6 +32,7 @@
 //! | | `sampled.rs` | sampled guarded allocations and their fault reports |
 //! | | `huge.rs` | huge mappings |
 //! | | `heap.rs` | `Heap<C>`: init, dispatch, free, realloc, stats, invariants |
+//! | | `heap/tcache.rs` | the per-thread cache in front of the arenas (`FrontEnd::CACHE`) |
 //! | results | `stats.rs`, `invariants.rs`, `error.rs` | what the heap reports |
 //!
 //! This crate knows no concrete policy: those live in `alloclab-policies`.
@@ -84,7 +85,7 @@ pub use arena::Arena;
 pub use error::FreeError;
 pub use heap::Heap;
 pub use invariants::{Violation, ViolationKind};
-pub use policy::{ArenaChoice, ArenaCtx, Config, Options, Removal, RunReuse};
+pub use policy::{ArenaChoice, ArenaCtx, Config, FrontEnd, Options, Removal, RunReuse};
 pub use run::RunRef;
 pub use safety::{DebugCaps, Poison, Safety};
 pub use stats::{ArenaStats, BinStats, Stats};

@@ -164,6 +164,24 @@ pub fn kernel_page_size() -> usize {
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
 
+/// A word from the kernel's random source (`getrandom`, never blocking), or 0 if it has none.
+pub fn random_word() -> usize {
+    let mut w: usize = 0;
+    // SAFETY: `w` is a valid buffer of the length given; getrandom writes at most that.
+    let n = unsafe {
+        libc::getrandom(
+            (&mut w as *mut usize).cast(),
+            core::mem::size_of::<usize>(),
+            libc::GRND_NONBLOCK,
+        )
+    };
+    if n == core::mem::size_of::<usize>() as isize {
+        w
+    } else {
+        0
+    }
+}
+
 /// Online CPUs, at least 1.
 pub fn ncpus() -> usize {
     // SAFETY: sysconf has no preconditions.

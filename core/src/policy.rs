@@ -2,6 +2,8 @@
 //!
 //! - [`RunReuse`]: which non-full run of a bin serves the next small allocation.
 //! - [`ArenaChoice`]: which arena serves a request from the current thread.
+//! - [`FrontEnd`]: what sits in front of the arenas for small requests (nothing, or a
+//!   per-thread cache).
 //! - [`Config`]: one policy per dimension plus tunables; `Heap<C>` is generic over it, so every
 //!   decision is dispatched statically.
 //!
@@ -94,6 +96,24 @@ pub trait ArenaChoice: 'static {
     fn thread_exit(_ctx: &ArenaCtx<'_>, _state: &Self::State, _value: usize) {}
 }
 
+/// A front-end policy: whether small allocations and frees go through a per-thread cache
+/// before reaching an arena, and how large that cache may grow.
+///
+/// The cache itself is engine machinery (per thread and heap, one stack of regions per small
+/// class, filled and flushed in batches under one arena lock, flushed when the thread exits);
+/// a front end chooses it and its default bound. `CACHE` is a constant, so a heap without a
+/// cache compiles to exactly the arena paths.
+pub trait FrontEnd: 'static {
+    /// Short name used in reports.
+    const NAME: &'static str;
+    /// Whether small requests go through a per-thread cache.
+    const CACHE: bool;
+    /// Bytes of regions one thread's cache may hold in one heap (`Options::tcache_max_bytes`
+    /// overrides it). Each small class gets an equal share of it, as a count of regions (at
+    /// most 64); a class whose regions do not fit its share is not cached.
+    const MAX_BYTES: usize;
+}
+
 /// Run-time tunables of a heap. `Options::DEFAULT` takes its values from the config.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
@@ -107,6 +127,9 @@ pub struct Options {
     /// Debug and hardening checks (`safety.rs`); each must be compiled into the config
     /// (`Config::DEBUG`), or the heap refuses to start with a message saying which is missing.
     pub safety: Safety,
+    /// Bytes one thread's cache may hold (front ends with a cache); `usize::MAX` means the
+    /// front end's default, 0 turns the cache off.
+    pub tcache_max_bytes: usize,
 }
 
 impl Options {
@@ -116,6 +139,7 @@ impl Options {
         dirty_max_pages: usize::MAX,
         fork_handlers: true,
         safety: Safety::OFF,
+        tcache_max_bytes: usize::MAX,
     };
 }
 
@@ -131,6 +155,8 @@ pub trait Config: 'static {
     type Reuse: RunReuse;
     /// Arena-choice policy.
     type Arenas: ArenaChoice;
+    /// Front end: a per-thread cache or none.
+    type Front: FrontEnd;
     /// Name used in reports.
     const NAME: &'static str;
     /// Dirty pages an arena keeps before it purges (mozjemalloc's default: 256 pages, 1 MiB).
@@ -140,10 +166,14 @@ pub trait Config: 'static {
     /// choice (one test of a flag when off).
     const DEBUG: DebugCaps = DebugCaps::NONE;
 
-    /// Writes a full description: the name, then the policies.
+    /// Writes a full description: the name, then the policies (the front end if it caches).
     fn describe(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
         write!(w, "{} (reuse: ", Self::NAME)?;
         Self::Reuse::write_name(w)?;
-        write!(w, ", arenas: {})", Self::Arenas::NAME)
+        write!(w, ", arenas: {}", Self::Arenas::NAME)?;
+        if Self::Front::CACHE {
+            write!(w, ", front: {}", Self::Front::NAME)?;
+        }
+        w.write_str(")")
     }
 }

@@ -13,6 +13,8 @@
 //! `RunRef` is the handle policies receive; it exposes the links and read-only facts.
 
 use crate::size_class::{bin, BinInfo};
+use crate::sync::untracked::AtomicU64;
+use crate::sync::Ordering::Relaxed;
 use core::cell::Cell;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -97,6 +99,19 @@ impl RunHeader {
     }
 }
 
+/// Bitmap word `w` as an atomic. Words change only under the arena lock (a load and a store,
+/// never a read-modify-write), but the thread cache's free path reads them without it
+/// (`Run::is_free_unlocked`), so every access of a live run's words is atomic (relaxed: plain
+/// moves on x86-64 and aarch64).
+///
+/// # Safety
+/// `words` is the bitmap of a live run and `w < bitmap_words`.
+#[inline(always)]
+unsafe fn word<'a>(words: *mut u64, w: usize) -> &'a AtomicU64 {
+    // SAFETY: per the contract; u64 words are 8-aligned (the header is `align(8)`).
+    unsafe { AtomicU64::from_ptr(words.add(w)) }
+}
+
 /// Operations on a run through its header. All of them require the arena lock and a live run.
 #[derive(Clone, Copy)]
 pub(crate) struct Run(pub NonNull<RunHeader>);
@@ -152,10 +167,10 @@ impl Run {
             let mut w = (*h).hint as usize;
             loop {
                 debug_assert!(w < info.bitmap_words as usize, "run without a free region");
-                let v = *words.add(w);
+                let v = word(words, w).load(Relaxed);
                 if v != 0 {
                     let idx = w * 64 + v.trailing_zeros() as usize;
-                    *words.add(w) = v & (v - 1);
+                    word(words, w).store(v & (v - 1), Relaxed);
                     (*h).hint = w as u16;
                     (*h).free -= 1;
                     let above = idx >= (*h).zero_from as usize;
@@ -177,9 +192,24 @@ impl Run {
     }
 
     /// Whether region `idx` is free.
+    #[inline(always)]
     pub unsafe fn is_free(&self, idx: usize) -> bool {
         // SAFETY: see `free`; `idx < capacity`.
-        unsafe { *RunHeader::bitmap_ptr(self.0).add(idx / 64) & (1 << (idx % 64)) != 0 }
+        unsafe {
+            word(RunHeader::bitmap_ptr(self.0), idx / 64).load(Relaxed) & (1 << (idx % 64)) != 0
+        }
+    }
+
+    /// Whether region `idx` is free, read without the arena lock (the bit of a region the
+    /// caller holds cannot change; other bits of the word may, under the lock).
+    ///
+    /// # Safety
+    /// The run is live (the caller holds one of its regions, or validates a pointer that
+    /// claims to be one) and `idx < capacity`.
+    #[inline(always)]
+    pub unsafe fn is_free_unlocked(&self, idx: usize) -> bool {
+        // SAFETY: per the contract; the word is read atomically.
+        unsafe { self.is_free(idx) }
     }
 
     /// Returns region `idx`, which must be in use, to the run.
@@ -189,7 +219,8 @@ impl Run {
         unsafe {
             let h = self.h();
             let w = idx / 64;
-            *RunHeader::bitmap_ptr(self.0).add(w) |= 1 << (idx % 64);
+            let word = word(RunHeader::bitmap_ptr(self.0), w);
+            word.store(word.load(Relaxed) | 1 << (idx % 64), Relaxed);
             (*h).free += 1;
             if w < (*h).hint as usize {
                 (*h).hint = w as u16;

@@ -21,6 +21,9 @@ pub enum Bug {
     /// Heap ids are taken with a load and a store instead of one `fetch_add` (`thread.rs`):
     /// heaps initialized concurrently can share an id, and with it threads' arena bindings.
     LostHeapId = 3,
+    /// A thread cache's flush drops the last region of each batch instead of returning it to
+    /// its run (`heap/tcache.rs`): the region stays taken, held by no one.
+    LostFlush = 4,
 }
 
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);

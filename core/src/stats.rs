@@ -7,7 +7,14 @@
 //! - `mapped`: bytes of chunks and huge mappings;
 //! - `dirty`: bytes of free pages not yet purged;
 //! - `metadata`: bytes mapped for the engine's own structures (chunk headers, page map, base);
-//! - `resident`: an upper-bound estimate, `active + dirty + metadata`.
+//! - `resident`: an upper-bound estimate, `active + dirty + metadata`;
+//! - `cached`: usable bytes of regions held by thread caches (front ends with a cache): taken
+//!   from their runs but not live, so counted in `active` and not in `allocated`.
+//!
+//! An arena's own counters (`Heap::arena_stats`) see a region in a thread cache as taken from
+//! its run (`live`, `allocations` and `frees` count regions leaving and entering runs); the
+//! heap's `Stats` count the program's: regions in caches are `cached`, not `live`, and
+//! allocations and frees are the program's calls, wherever they were served.
 
 use crate::size_class::{class_size, NBINS};
 use core::fmt::{self, Write};
@@ -19,8 +26,11 @@ pub struct BinStats {
     pub runs: usize,
     /// Of those, runs with both free and allocated regions.
     pub nonfull_runs: usize,
-    /// Live regions.
+    /// Live regions (in `Stats`: held by the program; in an arena's own counters: taken from
+    /// runs, thread caches included).
     pub live: usize,
+    /// Regions held by thread caches (in `Stats` only; 0 in an arena's own counters).
+    pub cached: usize,
     /// Allocations served since the heap started.
     pub allocations: u64,
     /// Frees since the heap started.
@@ -40,6 +50,7 @@ impl BinStats {
         self.runs += o.runs;
         self.nonfull_runs += o.nonfull_runs;
         self.live += o.live;
+        self.cached += o.cached;
         self.allocations += o.allocations;
         self.frees += o.frees;
         self.picks += o.picks;
@@ -108,6 +119,8 @@ pub struct Stats {
     pub metadata: usize,
     /// Bytes of free pages not purged.
     pub dirty: usize,
+    /// Usable bytes of regions held by thread caches.
+    pub cached: usize,
     /// Arenas created.
     pub arenas: usize,
     /// Arenas that served at least one allocation.
@@ -135,6 +148,7 @@ impl Default for Stats {
             resident: 0,
             metadata: 0,
             dirty: 0,
+            cached: 0,
             arenas: 0,
             arenas_used: 0,
             arena: ArenaStats::default(),
@@ -198,6 +212,14 @@ impl Stats {
             self.huge_allocations,
             self.huge_frees
         )?;
+        if self.cached > 0 {
+            writeln!(
+                w,
+                "thread caches: {} bytes in {} regions",
+                self.cached,
+                self.bins.iter().map(|b| b.cached).sum::<usize>()
+            )?;
+        }
         write_bin_table(&self.bins, w, "")
     }
 

@@ -13,12 +13,15 @@ pub use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Atomic
 
 /// Atomics that stay `core`'s even under loom: the page map's 2^14-slot root and 2^14-word
 /// leaves are far too many objects for loom to track in every explored execution. The page map
-/// is the only user (besides the seeded-bug switch of `--cfg alloclab_seeded` builds, set
+/// is the main user (besides the seeded-bug switch of `--cfg alloclab_seeded` builds, set
 /// outside any model); its protocol (leaves published by compare-exchange, entries written by
 /// the chunk's owner before the chunk is handed out) is documented in `page_map.rs` and
 /// VERIFY.md.
+/// Run bitmaps' words (read by the thread cache's free path without the arena lock) and the
+/// thread caches' per-class counts (read by `stats` from other threads) are untracked too: they
+/// live in mmap'd memory in numbers loom cannot follow (VERIFY.md).
 pub mod untracked {
-    pub use core::sync::atomic::{AtomicPtr, AtomicUsize};
+    pub use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize};
 }
 
 /// A cell whose accesses go through closures, so that loom can see each one.

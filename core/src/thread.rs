@@ -26,6 +26,10 @@ pub const MAX_ARENAS: usize = 1024;
 #[cfg(loom)]
 pub const MAX_ARENAS: usize = 8;
 
+/// Marks a binding as a heap's thread cache (`bind_cache`) rather than the arena-choice
+/// policy's value. Heap ids are drawn from a counter starting at 1 and never reach it.
+const CACHE_TAG: u64 = 1 << 63;
+
 /// One `(heap, value)` binding of one thread.
 struct Binding {
     heap_id: u64,
@@ -49,6 +53,7 @@ pub(crate) struct LiveHeap {
     heap_id: u64,
     owner: *const (),
     exit: unsafe fn(*const (), usize),
+    cache_exit: unsafe fn(*const (), usize),
     fork: unsafe fn(*const (), Step),
     next: *mut LiveHeap,
 }
@@ -124,6 +129,10 @@ pub(crate) struct ThreadState {
     bindings: Cell<*mut Binding>,
     hooked: Cell<bool>,
     exiting: Cell<bool>,
+    /// The heap whose thread cache `front_cache` is (0: none): a one-entry memo in front of the
+    /// binding list, so that the cache's fast path is one thread-local read and a compare.
+    front_heap: Cell<u64>,
+    front_cache: Cell<usize>,
     /// Under loom: this thread's `thread_key` (see there), 0 until first asked.
     #[cfg(loom)]
     key: Cell<usize>,
@@ -135,6 +144,8 @@ impl ThreadState {
             bindings: Cell::new(ptr::null_mut()),
             hooked: Cell::new(false),
             exiting: Cell::new(false),
+            front_heap: Cell::new(0),
+            front_cache: Cell::new(0),
             #[cfg(loom)]
             key: Cell::new(0),
         }
@@ -191,6 +202,7 @@ pub fn thread_key() -> usize {
 /// Hands every binding of the exiting thread back to its heap.
 fn thread_exit(t: &ThreadState) {
     t.exiting.set(true);
+    t.front_heap.set(0);
     let mut b = t.bindings.replace(ptr::null_mut());
     if b.is_null() {
         return;
@@ -202,8 +214,13 @@ fn thread_exit(t: &ThreadState) {
                 let next = (*b).next;
                 let mut live = reg.live;
                 while !live.is_null() {
-                    if (*live).heap_id == (*b).heap_id {
-                        ((*live).exit)((*live).owner, (*b).value);
+                    if (*live).heap_id == (*b).heap_id & !CACHE_TAG {
+                        let exit = if (*b).heap_id & CACHE_TAG != 0 {
+                            (*live).cache_exit
+                        } else {
+                            (*live).exit
+                        };
+                        exit((*live).owner, (*b).value);
                         break;
                     }
                     live = (*live).next;
@@ -304,6 +321,7 @@ impl ArenaPool {
                 heap_id: 0,
                 owner: ptr::null(),
                 exit: noop_exit,
+                cache_exit: noop_exit,
                 fork: noop_fork,
                 next: ptr::null_mut(),
             }),
@@ -317,6 +335,7 @@ impl ArenaPool {
         reg: &mut Registered<'_>,
         owner: *const (),
         exit: unsafe fn(*const (), usize),
+        cache_exit: unsafe fn(*const (), usize),
         fork: unsafe fn(*const (), Step),
     ) {
         let reg = &mut *reg.0;
@@ -327,6 +346,7 @@ impl ArenaPool {
                     heap_id: self.heap_id,
                     owner,
                     exit,
+                    cache_exit,
                     fork,
                     next: reg.live,
                 };
@@ -352,6 +372,12 @@ impl ArenaPool {
                 }
             }
         });
+    }
+
+    /// The heap's process-unique id.
+    #[inline(always)]
+    pub(crate) fn heap_id(&self) -> u64 {
+        self.heap_id
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut PoolInner) -> R) -> R {
@@ -473,95 +499,7 @@ impl<'a> ArenaCtx<'a> {
     /// when the thread exits. Returns false (and binds nothing) if the thread is exiting or the
     /// OS refused memory for the binding.
     pub fn bind_thread(&self, value: usize) -> bool {
-        let id = self.pool.heap_id;
-        THREAD.with(|t| {
-            if t.exiting.get() {
-                return false;
-            }
-            let node = REGISTRY.with(|reg| {
-                Self::prune(t, reg);
-                if reg.free_nodes.is_null() {
-                    Self::refill(reg);
-                }
-                let n = reg.free_nodes;
-                if !n.is_null() {
-                    // SAFETY: free-list nodes are owned by the registry, whose lock we hold.
-                    reg.free_nodes = unsafe { (*n).next };
-                }
-                n
-            });
-            if node.is_null() {
-                return false;
-            }
-            // SAFETY: the node was just taken off the free list and now belongs to this thread.
-            unsafe {
-                node.write(Binding {
-                    heap_id: id,
-                    value,
-                    next: t.bindings.get(),
-                })
-            };
-            t.bindings.set(node);
-            arm_exit_hook(t);
-            true
-        })
-    }
-
-    /// Drops this thread's bindings to heaps that no longer exist.
-    fn prune(t: &ThreadState, reg: &mut RegistryInner) {
-        let mut link: *mut *mut Binding = t.bindings.as_ptr();
-        // SAFETY: the list belongs to this thread; the registry lock is held by the caller.
-        unsafe {
-            while !(*link).is_null() {
-                let b = *link;
-                let mut live = reg.live;
-                while !live.is_null() && (*live).heap_id != (*b).heap_id {
-                    live = (*live).next;
-                }
-                if live.is_null() {
-                    *link = (*b).next;
-                    (*b).next = reg.free_nodes;
-                    reg.free_nodes = b;
-                } else {
-                    link = ptr::addr_of_mut!((*b).next);
-                }
-            }
-        }
-    }
-
-    fn refill(reg: &mut RegistryInner) {
-        let Some(page) = os::map(os::PAGE) else {
-            return;
-        };
-        let n = os::PAGE / core::mem::size_of::<Binding>();
-        let base = page.as_ptr().cast::<Binding>();
-        #[cfg(not(loom))]
-        let first = 0;
-        #[cfg(loom)]
-        let first = {
-            // SAFETY: the page is fresh and ours; its first node links the pages (see `pages`).
-            unsafe {
-                base.write(Binding {
-                    heap_id: 0,
-                    value: 0,
-                    next: reg.pages,
-                })
-            };
-            reg.pages = base;
-            1
-        };
-        for i in first..n {
-            // SAFETY: `i < n` nodes fit in the fresh page, which the registry now owns forever.
-            unsafe {
-                base.add(i).write(Binding {
-                    heap_id: 0,
-                    value: 0,
-                    next: reg.free_nodes,
-                })
-            };
-            // SAFETY: as above.
-            reg.free_nodes = unsafe { base.add(i) };
-        }
+        bind(self.pool.heap_id, value)
     }
 
     /// An arena index that no live thread holds (never 0), made on demand. When `MAX_ARENAS`
@@ -622,4 +560,154 @@ impl<'a> ArenaCtx<'a> {
     pub fn thread_exiting(&self) -> bool {
         THREAD.with(|t| t.exiting.get())
     }
+}
+
+/// Binds `value` to the calling thread under `key` (a heap id, tagged or not); false if the
+/// thread is exiting or the OS refused memory for the binding.
+fn bind(key: u64, value: usize) -> bool {
+    THREAD.with(|t| {
+        if t.exiting.get() {
+            return false;
+        }
+        let node = REGISTRY.with(|reg| {
+            prune(t, reg);
+            if reg.free_nodes.is_null() {
+                refill(reg);
+            }
+            let n = reg.free_nodes;
+            if !n.is_null() {
+                // SAFETY: free-list nodes are owned by the registry, whose lock we hold.
+                reg.free_nodes = unsafe { (*n).next };
+            }
+            n
+        });
+        if node.is_null() {
+            return false;
+        }
+        // SAFETY: the node was just taken off the free list and now belongs to this thread.
+        unsafe {
+            node.write(Binding {
+                heap_id: key,
+                value,
+                next: t.bindings.get(),
+            })
+        };
+        t.bindings.set(node);
+        arm_exit_hook(t);
+        true
+    })
+}
+
+/// Drops this thread's bindings to heaps that no longer exist.
+fn prune(t: &ThreadState, reg: &mut RegistryInner) {
+    let mut link: *mut *mut Binding = t.bindings.as_ptr();
+    // SAFETY: the list belongs to this thread; the registry lock is held by the caller.
+    unsafe {
+        while !(*link).is_null() {
+            let b = *link;
+            let mut live = reg.live;
+            while !live.is_null() && (*live).heap_id != (*b).heap_id & !CACHE_TAG {
+                live = (*live).next;
+            }
+            if live.is_null() {
+                *link = (*b).next;
+                (*b).next = reg.free_nodes;
+                reg.free_nodes = b;
+            } else {
+                link = ptr::addr_of_mut!((*b).next);
+            }
+        }
+    }
+}
+
+fn refill(reg: &mut RegistryInner) {
+    let Some(page) = os::map(os::PAGE) else {
+        return;
+    };
+    let n = os::PAGE / core::mem::size_of::<Binding>();
+    let base = page.as_ptr().cast::<Binding>();
+    #[cfg(not(loom))]
+    let first = 0;
+    #[cfg(loom)]
+    let first = {
+        // SAFETY: the page is fresh and ours; its first node links the pages (see `pages`).
+        unsafe {
+            base.write(Binding {
+                heap_id: 0,
+                value: 0,
+                next: reg.pages,
+            })
+        };
+        reg.pages = base;
+        1
+    };
+    for i in first..n {
+        // SAFETY: `i < n` nodes fit in the fresh page, which the registry now owns forever.
+        unsafe {
+            base.add(i).write(Binding {
+                heap_id: 0,
+                value: 0,
+                next: reg.free_nodes,
+            })
+        };
+        // SAFETY: as above.
+        reg.free_nodes = unsafe { base.add(i) };
+    }
+}
+
+/// The value of the calling thread's cache binding in heap `heap_id`, if it is the one in the
+/// thread's one-entry memo (the fast path: one thread-local read and a compare).
+#[inline(always)]
+pub(crate) fn front_cache(heap_id: u64) -> Option<usize> {
+    THREAD.with(|t| (t.front_heap.get() == heap_id).then(|| t.front_cache.get()))
+}
+
+/// The calling thread's cache binding in heap `heap_id`, made with `make` (a non-zero value, or
+/// 0 if it cannot) if there is none yet; `None` while the thread exits (its caches are being, or
+/// have been, flushed), or if `make` or the binding failed (`undo` then receives the value). The
+/// binding is remembered in the thread's memo, and `cache_exit` of the heap's registration
+/// receives it when the thread exits.
+#[cold]
+pub(crate) fn bind_cache(
+    heap_id: u64,
+    make: impl FnOnce() -> usize,
+    undo: impl FnOnce(usize),
+) -> Option<usize> {
+    let key = heap_id | CACHE_TAG;
+    let found = THREAD.with(|t| {
+        if t.exiting.get() {
+            return Err(());
+        }
+        let mut b = t.bindings.get();
+        // SAFETY: the nodes on a thread's list belong to that thread.
+        unsafe {
+            while !b.is_null() {
+                if (*b).heap_id == key {
+                    return Ok(Some((*b).value));
+                }
+                b = (*b).next;
+            }
+        }
+        Ok(None)
+    });
+    let value = match found {
+        Err(()) => return None,
+        Ok(Some(v)) => v,
+        Ok(None) => {
+            let v = make();
+            if v == 0 {
+                return None;
+            }
+            if !bind(key, v) {
+                undo(v);
+                return None;
+            }
+            v
+        }
+    };
+    THREAD.with(|t| {
+        t.front_heap.set(heap_id);
+        t.front_cache.set(value);
+    });
+    Some(value)
 }

@@ -21,10 +21,14 @@ fuzz_target!(|data: &[u8]| {
     let Some((&which, rest)) = data.split_first() else {
         return;
     };
-    match which % 4 {
-        0 => run::<configs::AddrOrdered>(rest),
-        1 => run::<configs::Lifo>(rest),
-        2 => run::<configs::Mrf>(rest),
-        _ => run::<configs::MrfCurrent>(rest),
+    // Bytes 0..=3 keep naming the configs they named before lifo-tcache existed (the seeds use
+    // them); a first byte with the high bit set picks lifo-tcache, whose cache decides which
+    // region serves an allocation before run reuse does (its placement is not modeled).
+    match (which >= 128, which % 4) {
+        (true, _) => alloclab_verify::fuzz::heap_ops::<configs::LifoTcache>(rest),
+        (false, 0) => run::<configs::AddrOrdered>(rest),
+        (false, 1) => run::<configs::Lifo>(rest),
+        (false, 2) => run::<configs::Mrf>(rest),
+        (false, _) => run::<configs::MrfCurrent>(rest),
     }
 });

@@ -1,15 +1,16 @@
 //! Named configurations: the policy combinations the run-reuse seed compares, each with
-//! thread-local arenas, plus `Using<R, A>` for any other combination.
+//! thread-local arenas, plus `Using<R, A, F>` for any other combination.
 //!
-//! | config | run reuse | arenas |
-//! |---|---|---|
-//! | `AddrOrdered` | address-ordered + current run (old mozjemalloc) | thread-local |
-//! | `Lifo` | LIFO (mozjemalloc today) | thread-local |
-//! | `Mrf` | strict most-recently-freed | thread-local |
-//! | `MrfCurrent` | MRF + current run | thread-local |
+//! | config | run reuse | arenas | front end |
+//! |---|---|---|---|
+//! | `AddrOrdered` | address-ordered + current run (old mozjemalloc) | thread-local | none |
+//! | `Lifo` | LIFO (mozjemalloc today) | thread-local | none |
+//! | `Mrf` | strict most-recently-freed | thread-local | none |
+//! | `MrfCurrent` | MRF + current run | thread-local | none |
+//! | `LifoTcache` | LIFO | thread-local | thread cache |
 
-use crate::{CurrentRun, ThreadLocal};
-use alloclab_core::{ArenaChoice, Config, RunReuse};
+use crate::{CurrentRun, NoCache, ThreadCache, ThreadLocal};
+use alloclab_core::{ArenaChoice, Config, FrontEnd, RunReuse};
 use core::marker::PhantomData;
 
 /// Address-ordered non-full runs with a current run kept lowest; thread-local arenas.
@@ -17,6 +18,7 @@ pub struct AddrOrdered;
 impl Config for AddrOrdered {
     type Reuse = CurrentRun<crate::AddrOrdered>;
     type Arenas = ThreadLocal;
+    type Front = NoCache;
     const NAME: &'static str = "addr-ordered";
 }
 
@@ -25,6 +27,7 @@ pub struct Lifo;
 impl Config for Lifo {
     type Reuse = crate::Lifo;
     type Arenas = ThreadLocal;
+    type Front = NoCache;
     const NAME: &'static str = "lifo";
 }
 
@@ -33,6 +36,7 @@ pub struct Mrf;
 impl Config for Mrf {
     type Reuse = crate::Mrf;
     type Arenas = ThreadLocal;
+    type Front = NoCache;
     const NAME: &'static str = "mrf";
 }
 
@@ -41,19 +45,30 @@ pub struct MrfCurrent;
 impl Config for MrfCurrent {
     type Reuse = CurrentRun<crate::Mrf>;
     type Arenas = ThreadLocal;
+    type Front = NoCache;
     const NAME: &'static str = "mrf-current";
 }
 
-/// Any run-reuse policy `R` with any arena choice `A`.
-pub struct Using<R, A>(PhantomData<(R, A)>);
-impl<R: RunReuse, A: ArenaChoice> Config for Using<R, A> {
+/// LIFO non-full runs; thread-local arenas; a thread cache in front.
+pub struct LifoTcache;
+impl Config for LifoTcache {
+    type Reuse = crate::Lifo;
+    type Arenas = ThreadLocal;
+    type Front = ThreadCache;
+    const NAME: &'static str = "lifo-tcache";
+}
+
+/// Any run-reuse policy `R` with any arena choice `A` and front end `F` (none by default).
+pub struct Using<R, A, F = NoCache>(PhantomData<(R, A, F)>);
+impl<R: RunReuse, A: ArenaChoice, F: FrontEnd> Config for Using<R, A, F> {
     type Reuse = R;
     type Arenas = A;
+    type Front = F;
     const NAME: &'static str = "custom";
 }
 
 /// The names of the named configurations, in report order.
-pub const NAMES: [&str; 4] = ["addr-ordered", "lifo", "mrf", "mrf-current"];
+pub const NAMES: [&str; 5] = ["addr-ordered", "lifo", "mrf", "mrf-current", "lifo-tcache"];
 
 /// Calls `$f::<Config>($args...)` for each named configuration, in `NAMES` order; the results
 /// form an array.
@@ -70,6 +85,7 @@ macro_rules! for_each_config {
             $f::<$crate::configs::Lifo>($($arg),*),
             $f::<$crate::configs::Mrf>($($arg),*),
             $f::<$crate::configs::MrfCurrent>($($arg),*),
+            $f::<$crate::configs::LifoTcache>($($arg),*),
         ]
     };
 }

@@ -14,6 +14,9 @@
 //! [`Single`], [`ThreadLocal`], [`RoundRobin`], [`PerCpu`], [`Hashed`], one file each; and
 //! [`LargeResetsShared`], the thread-arenas seed's bug kept as a variant to measure.
 //!
+//! Front end (what sits in front of the arenas for small requests):
+//! [`NoCache`] (`no_cache.rs`), [`ThreadCache`] (`thread_cache.rs`), one file each.
+//!
 //! Named configurations combining them are in [`configs`].
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -32,6 +35,9 @@ mod round_robin;
 mod single;
 mod thread_local;
 
+mod no_cache;
+mod thread_cache;
+
 pub mod configs;
 
 pub use addr_ordered::{AddrOrdered, Treap, TreeLinks};
@@ -41,7 +47,9 @@ pub use large_resets_shared::LargeResetsShared;
 pub use lifo::Lifo;
 pub use list::{ListLinks, ListRun, RunList};
 pub use mrf::Mrf;
+pub use no_cache::NoCache;
 pub use per_cpu::PerCpu;
 pub use round_robin::RoundRobin;
 pub use single::Single;
+pub use thread_cache::ThreadCache;
 pub use thread_local::ThreadLocal;

@@ -138,6 +138,7 @@ fn configs() -> [(&'static str, Selection); 4] {
         reuse,
         current_run,
         arenas,
+        tcache: false,
         options: Options::DEFAULT,
     };
     [
@@ -361,6 +362,10 @@ fn main() {
         (
             "liballoclab.so config:lifo",
             Some("config:lifo".to_string()),
+        ),
+        (
+            "liballoclab.so config:lifo-tcache",
+            Some("config:lifo-tcache".to_string()),
         ),
         (
             "liballoclab.so config:mrf-current",

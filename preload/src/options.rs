@@ -31,6 +31,10 @@ pub struct Conf {
     pub current_run: Option<bool>,
     /// Arena strategy, if given explicitly.
     pub arenas: Option<Arenas>,
+    /// Thread cache in front of the arenas, if given explicitly.
+    pub tcache: Option<bool>,
+    /// Bytes one thread's cache may hold, if given explicitly.
+    pub tcache_max: Option<usize>,
     /// Arena count for round-robin, per-cpu and hashed; 0 is the strategy's default.
     pub narenas: usize,
     /// Dirty pages an arena keeps before purging, if given explicitly.
@@ -169,33 +173,46 @@ pub struct Named {
     pub current_run: bool,
     /// Arena strategy.
     pub arenas: Arenas,
+    /// Thread cache in front of the arenas.
+    pub tcache: bool,
 }
 
 /// The named configurations of `alloclab_policies::configs` (a test checks they agree).
-pub const NAMED: [Named; 4] = [
+pub const NAMED: [Named; 5] = [
     Named {
         name: "addr-ordered",
         reuse: Reuse::AddrOrdered,
         current_run: true,
         arenas: Arenas::Thread,
+        tcache: false,
     },
     Named {
         name: "lifo",
         reuse: Reuse::Lifo,
         current_run: false,
         arenas: Arenas::Thread,
+        tcache: false,
     },
     Named {
         name: "mrf",
         reuse: Reuse::Mrf,
         current_run: false,
         arenas: Arenas::Thread,
+        tcache: false,
     },
     Named {
         name: "mrf-current",
         reuse: Reuse::Mrf,
         current_run: true,
         arenas: Arenas::Thread,
+        tcache: false,
+    },
+    Named {
+        name: "lifo-tcache",
+        reuse: Reuse::Lifo,
+        current_run: false,
+        arenas: Arenas::Thread,
+        tcache: true,
     },
 ];
 
@@ -250,6 +267,8 @@ impl Conf {
             reuse: None,
             current_run: None,
             arenas: None,
+            tcache: None,
+            tcache_max: None,
             narenas: 0,
             dirty_max: None,
             zero_realloc: ZeroRealloc::Free,
@@ -286,6 +305,7 @@ impl Conf {
             reuse: self.reuse.unwrap_or(n.reuse),
             current_run: self.current_run.unwrap_or(n.current_run),
             arenas: self.arenas.unwrap_or(n.arenas),
+            tcache: self.tcache.unwrap_or(n.tcache),
             options: Options {
                 narenas: self.narenas,
                 dirty_max_pages: self.dirty_max.unwrap_or(Options::DEFAULT.dirty_max_pages),
@@ -293,6 +313,7 @@ impl Conf {
                 // allocator is published (glibc calls `malloc` to record them).
                 fork_handlers: false,
                 safety: self.safety(),
+                tcache_max_bytes: self.tcache_max.unwrap_or(Options::DEFAULT.tcache_max_bytes),
             },
         }
     }
@@ -340,7 +361,12 @@ impl Conf {
         let s = self.selection();
         NAMED
             .iter()
-            .find(|n| n.reuse == s.reuse && n.current_run == s.current_run && n.arenas == s.arenas)
+            .find(|n| {
+                n.reuse == s.reuse
+                    && n.current_run == s.current_run
+                    && n.arenas == s.arenas
+                    && n.tcache == s.tcache
+            })
             .map(|n| n.name)
     }
 }
@@ -365,12 +391,12 @@ pub struct Opt {
 }
 
 /// Every option, in `help` order.
-pub static OPTIONS: [Opt; 20] = [
+pub static OPTIONS: [Opt; 22] = [
     Opt {
         name: "config",
-        values: "addr-ordered|lifo|mrf|mrf-current",
+        values: "addr-ordered|lifo|mrf|mrf-current|lifo-tcache",
         default: "lifo",
-        help: "named configuration: the base for reuse, current_run and arenas",
+        help: "named configuration: the base for reuse, current_run, arenas and tcache",
         set: |c, v| {
             c.config = pick(v, &NAMED.map(|n| n.name))?;
             Ok(())
@@ -403,6 +429,30 @@ pub static OPTIONS: [Opt; 20] = [
         help: "which arena serves a thread (overrides config)",
         set: |c, v| {
             c.arenas = from_config_or(v, &ARENAS)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "tcache",
+        values: "true|false|config",
+        default: "config",
+        help: "a per-thread cache of small regions in front of the arenas (overrides config)",
+        set: |c, v| {
+            c.tcache = from_config_or(v, &[("true", true), ("false", false)])?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "tcache_max",
+        values: "bytes|config",
+        default: "config",
+        help: "bytes one thread's cache may hold, shared equally by the small classes (config: 262144)",
+        set: |c, v| {
+            c.tcache_max = if v == FROM_CONFIG {
+                None
+            } else {
+                Some(number(v, usize::MAX - 1)?)
+            };
             Ok(())
         },
     },
@@ -815,12 +865,17 @@ mod tests {
         assert_eq!(c.exact_name(), Some("mrf-current"));
     }
 
-    fn types<C: Config>() -> (TypeId, TypeId, &'static str) {
-        (TypeId::of::<C::Reuse>(), TypeId::of::<C::Arenas>(), C::NAME)
+    fn types<C: Config>() -> (TypeId, TypeId, TypeId, &'static str) {
+        (
+            TypeId::of::<C::Reuse>(),
+            TypeId::of::<C::Arenas>(),
+            TypeId::of::<C::Front>(),
+            C::NAME,
+        )
     }
 
     /// The same combination, built the way `select.rs` builds it.
-    fn selected(n: &Named) -> (TypeId, TypeId) {
+    fn selected(n: &Named) -> (TypeId, TypeId, TypeId) {
         use alloclab_policies as p;
         let reuse = match (n.reuse, n.current_run) {
             (Reuse::AddrOrdered, false) => TypeId::of::<p::AddrOrdered>(),
@@ -831,16 +886,21 @@ mod tests {
             (Reuse::Mrf, true) => TypeId::of::<p::CurrentRun<p::Mrf>>(),
         };
         assert_eq!(n.arenas, Arenas::Thread);
-        (reuse, TypeId::of::<p::ThreadLocal>())
+        let front = if n.tcache {
+            TypeId::of::<p::ThreadCache>()
+        } else {
+            TypeId::of::<p::NoCache>()
+        };
+        (reuse, TypeId::of::<p::ThreadLocal>(), front)
     }
 
     #[test]
     fn named_configs_match_the_policies_crate() {
         let real = alloclab_policies::for_each_config!(types());
         assert_eq!(real.len(), NAMED.len());
-        for (n, (reuse, arenas, name)) in NAMED.iter().zip(real) {
+        for (n, (reuse, arenas, front, name)) in NAMED.iter().zip(real) {
             assert_eq!(n.name, name);
-            assert_eq!(selected(n), (reuse, arenas), "{}", n.name);
+            assert_eq!(selected(n), (reuse, arenas, front), "{}", n.name);
         }
     }
 }

@@ -1,9 +1,11 @@
 //! Run-time selection among compile-time heaps.
 //!
-//! Every combination of run reuse (3) x current run (2) x arena choice (5) is a monomorphized
-//! `Heap<Checkable<R, A>>`: the engine's policies stay statically dispatched and inlined. What the
-//! start-up configuration picks is one table of function pointers (`Ops`) into one of those 30
-//! heaps, so a call costs one load and one indirect call more than a compile-time `Heap<C>`
+//! Every combination of run reuse (3) x current run (2) x arena choice (5) x front end (2) is a
+//! monomorphized `Heap<Checkable<R, A, F>>`, every debug check compiled in (each off at run
+//! time unless `ALLOCLAB_CONF` turns it on): the engine's policies stay statically dispatched
+//! and inlined. What the start-up configuration picks is one table of function pointers
+//! (`Ops`) into one of those 60 heaps, so a call costs one load and one indirect call more
+//! than a compile-time `Heap<C>`
 //! (`benches/dispatch.rs` measures how much, with callgrind).
 //!
 //! Only one heap ever exists in the process: it lives in `SLOT`, a static big enough for any
@@ -13,9 +15,12 @@
 //! This file depends on nothing else in the crate, so the benchmark compiles it as it is.
 
 use alloclab_core::size_class::QUANTUM;
-use alloclab_core::{ArenaChoice, Config, DebugCaps, FreeError, Heap, Options, RunReuse, Stats};
+use alloclab_core::{
+    ArenaChoice, Config, DebugCaps, FreeError, FrontEnd, Heap, Options, RunReuse, Stats,
+};
 use alloclab_policies::{
-    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, PerCpu, RoundRobin, Single, ThreadLocal,
+    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, NoCache, PerCpu, RoundRobin, Single, ThreadCache,
+    ThreadLocal,
 };
 use core::cell::UnsafeCell;
 use core::fmt;
@@ -58,16 +63,20 @@ pub struct Selection {
     pub current_run: bool,
     /// Arena choice.
     pub arenas: Arenas,
+    /// Whether a per-thread cache sits in front of the arenas.
+    pub tcache: bool,
     /// Engine tunables (`narenas`, `dirty_max_pages`).
     pub options: Options,
 }
 
-/// Run reuse `R` and arena choice `A`, with every debug check compiled in: `ALLOCLAB_CONF`
-/// chooses them at run time (`profile:`, `poison:` ...); off, each costs a test of a flag.
-pub struct Checkable<R, A>(core::marker::PhantomData<(R, A)>);
-impl<R: RunReuse, A: ArenaChoice> Config for Checkable<R, A> {
+/// Run reuse `R`, arena choice `A` and front end `F`, with every debug check compiled in:
+/// `ALLOCLAB_CONF` chooses them at run time (`profile:`, `poison:` ...); off, each costs a test
+/// of a flag.
+pub struct Checkable<R, A, F = NoCache>(core::marker::PhantomData<(R, A, F)>);
+impl<R: RunReuse, A: ArenaChoice, F: FrontEnd> Config for Checkable<R, A, F> {
     type Reuse = R;
     type Arenas = A;
+    type Front = F;
     const NAME: &'static str = "custom";
     const DEBUG: DebugCaps = DebugCaps::ALL;
 }
@@ -191,7 +200,11 @@ impl<C: Config> OpsOf<C> {
     fn describe(w: &mut dyn fmt::Write) -> fmt::Result {
         w.write_str("reuse ")?;
         <C::Reuse as alloclab_core::RunReuse>::write_name(w)?;
-        write!(w, ", arenas {}", <C::Arenas as ArenaChoice>::NAME)
+        write!(w, ", arenas {}", <C::Arenas as ArenaChoice>::NAME)?;
+        if <C::Front as FrontEnd>::CACHE {
+            write!(w, ", front {}", <C::Front as FrontEnd>::NAME)?;
+        }
+        Ok(())
     }
 
     /// Puts a fresh `Heap<C>` in the slot and returns its table.
@@ -225,12 +238,10 @@ impl<C: Config> OpsOf<C> {
 pub unsafe fn install(sel: &Selection) -> &'static Ops {
     // SAFETY: forwarded contract.
     unsafe {
-        match sel.arenas {
-            Arenas::Single => with_arenas::<Single>(sel),
-            Arenas::Thread => with_arenas::<ThreadLocal>(sel),
-            Arenas::RoundRobin => with_arenas::<RoundRobin>(sel),
-            Arenas::PerCpu => with_arenas::<PerCpu>(sel),
-            Arenas::Hashed => with_arenas::<Hashed>(sel),
+        if sel.tcache {
+            with_front::<ThreadCache>(sel)
+        } else {
+            with_front::<NoCache>(sel)
         }
     }
 }
@@ -247,19 +258,34 @@ pub unsafe fn install_config<C: Config>(options: Options) -> &'static Ops {
 
 /// # Safety
 /// As for [`install`].
-unsafe fn with_arenas<A: ArenaChoice>(sel: &Selection) -> &'static Ops {
+unsafe fn with_front<F: FrontEnd>(sel: &Selection) -> &'static Ops {
+    // SAFETY: forwarded contract.
+    unsafe {
+        match sel.arenas {
+            Arenas::Single => with_arenas::<Single, F>(sel),
+            Arenas::Thread => with_arenas::<ThreadLocal, F>(sel),
+            Arenas::RoundRobin => with_arenas::<RoundRobin, F>(sel),
+            Arenas::PerCpu => with_arenas::<PerCpu, F>(sel),
+            Arenas::Hashed => with_arenas::<Hashed, F>(sel),
+        }
+    }
+}
+
+/// # Safety
+/// As for [`install`].
+unsafe fn with_arenas<A: ArenaChoice, F: FrontEnd>(sel: &Selection) -> &'static Ops {
     let o = sel.options;
     // SAFETY: forwarded contract.
     unsafe {
         match (sel.reuse, sel.current_run) {
-            (Reuse::AddrOrdered, false) => OpsOf::<Checkable<AddrOrdered, A>>::install(o),
+            (Reuse::AddrOrdered, false) => OpsOf::<Checkable<AddrOrdered, A, F>>::install(o),
             (Reuse::AddrOrdered, true) => {
-                OpsOf::<Checkable<CurrentRun<AddrOrdered>, A>>::install(o)
+                OpsOf::<Checkable<CurrentRun<AddrOrdered>, A, F>>::install(o)
             }
-            (Reuse::Lifo, false) => OpsOf::<Checkable<Lifo, A>>::install(o),
-            (Reuse::Lifo, true) => OpsOf::<Checkable<CurrentRun<Lifo>, A>>::install(o),
-            (Reuse::Mrf, false) => OpsOf::<Checkable<Mrf, A>>::install(o),
-            (Reuse::Mrf, true) => OpsOf::<Checkable<CurrentRun<Mrf>, A>>::install(o),
+            (Reuse::Lifo, false) => OpsOf::<Checkable<Lifo, A, F>>::install(o),
+            (Reuse::Lifo, true) => OpsOf::<Checkable<CurrentRun<Lifo>, A, F>>::install(o),
+            (Reuse::Mrf, false) => OpsOf::<Checkable<Mrf, A, F>>::install(o),
+            (Reuse::Mrf, true) => OpsOf::<Checkable<CurrentRun<Mrf>, A, F>>::install(o),
         }
     }
 }

@@ -14,7 +14,8 @@
 //! |---|---|---|
 //! | state machine (proptest), `check_invariants` after every step | `R` with one arena and with three (`SpreadArenas`), against model `M` | `A` with LIFO, against the LIFO model |
 //! | coverage: every dimension of the protocol exercised (`Coverage`), else a finding | `R` | |
-//! | multi-threaded smoke with cross-thread frees | `R`, one shared arena and thread arenas | `A` |
+//! | state machine with a thread cache in front | `R` with thread arenas (placement unmodeled) | |
+//! | multi-threaded smoke with cross-thread frees | `R`, one shared arena and thread arenas, and thread arenas with a thread cache | `A`, without and with a thread cache |
 //! | stable across sizes (the thread-arenas seed) | | `A` |
 //! | arenas handed back at thread exit, bounded under churn | | `A` |
 //!
@@ -27,7 +28,7 @@ use crate::reuse_model::{LifoModel, ReuseModel, Unmodeled};
 use crate::spread::SpreadArenas;
 use alloclab_core::{ArenaChoice, RunReuse};
 use alloclab_policies::configs::Using;
-use alloclab_policies::{Lifo, Single, ThreadLocal};
+use alloclab_policies::{Lifo, Single, ThreadCache, ThreadLocal};
 
 /// What the kit ran, one line per check, and what its state machines exercised.
 #[derive(Debug, Default)]
@@ -152,12 +153,19 @@ pub fn check_run_reuse<R: RunReuse, M: ReuseModel>() -> Result<Summary, Finding>
         state_machine::<Using<R, SpreadArenas>, M>(&mut s, "three arenas (by request size)")?;
         require_coverage(&s)?;
         s.passed.push("coverage: every dimension exercised".into());
+        state_machine::<Using<R, ThreadLocal, ThreadCache>, M>(
+            &mut s,
+            "thread arenas, thread cache",
+        )?;
         crate::threads::smoke::<Using<R, Single>>(4, 4000, 0x5eed)?;
         s.passed
             .push("4 threads, one shared arena, cross-thread frees".into());
         crate::threads::smoke::<Using<R, ThreadLocal>>(4, 4000, 0x5eed)?;
         s.passed
             .push("4 threads, thread arenas, cross-thread frees".into());
+        crate::threads::smoke::<Using<R, ThreadLocal, ThreadCache>>(4, 4000, 0x5eed)?;
+        s.passed
+            .push("4 threads, thread arenas, thread cache, cross-thread frees".into());
     }
     #[cfg(loom)]
     {
@@ -166,6 +174,9 @@ pub fn check_run_reuse<R: RunReuse, M: ReuseModel>() -> Result<Summary, Finding>
         crate::loom::cross_thread_model::<Using<R, Single>>();
         s.passed
             .push("loom: cross-thread free against allocation, one arena".into());
+        crate::loom::cross_thread_model::<Using<R, Single, ThreadCache>>();
+        s.passed
+            .push("loom: cross-thread free into a thread cache, one arena".into());
     }
     Ok(s)
 }
@@ -183,6 +194,9 @@ pub fn check_arena_choice<A: ArenaChoice>() -> Result<Summary, Finding> {
         state_machine::<Using<Lifo, A>, LifoModel>(&mut s, "LIFO run reuse")?;
         crate::threads::smoke::<Using<Lifo, A>>(4, 4000, 0x5eed)?;
         s.passed.push("4 threads, cross-thread frees".into());
+        crate::threads::smoke::<Using<Lifo, A, ThreadCache>>(4, 4000, 0x5eed)?;
+        s.passed
+            .push("4 threads, thread cache, cross-thread frees".into());
         crate::arenas::stable_across_sizes::<Using<Lifo, A>>()?;
         s.passed
             .push("a thread's arena is stable across request sizes".into());

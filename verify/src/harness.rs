@@ -12,13 +12,19 @@
 //! - the run-reuse policy's choice, through its reference model `M` (`Unmodeled` skips it);
 //! - statistics: allocated bytes, live regions per bin, live huge allocations;
 //! - `Heap::check_invariants()` and `Heap::check_live()`.
+//!
+//! With a thread cache in front (`FrontEnd::CACHE`), which region serves a small allocation
+//! is the cache's choice, not the run-reuse policy's: the run model, its predictions and the
+//! per-arena counters (which count cached regions as taken) are not checked; the heap-wide
+//! statistics are, per bin (live regions exclude cached ones), and `finish` flushes the
+//! thread's cache before checking that the arenas hold nothing.
 
 use crate::coverage::Coverage;
 use crate::finding::{Check, Finding};
 use crate::ops::Op;
 use crate::reuse_model::{ReuseModel, Runs, Unmodeled};
 use alloclab_core::size_class::{bin, classify, usable, SizeClass, CHUNK, PAGE, QUANTUM};
-use alloclab_core::{Config, Heap, Options, Violation, MAX_ARENAS};
+use alloclab_core::{Config, FrontEnd, Heap, Options, Violation, MAX_ARENAS};
 use std::collections::BTreeMap;
 
 /// One live allocation as the model knows it.
@@ -164,6 +170,9 @@ impl<C: Config, M: ReuseModel> Default for Harness<C, M> {
 }
 
 impl<C: Config, M: ReuseModel> Harness<C, M> {
+    /// Whether a thread cache serves small requests (the run model is then not checked).
+    const CACHED: bool = <C::Front as FrontEnd>::CACHE;
+
     /// A fresh heap with default options.
     pub fn new() -> Self {
         Self::with_options(Options::DEFAULT)
@@ -336,14 +345,15 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
                 self.check()?;
             }
         }
+        self.heap.flush_thread_cache();
         self.check()?;
         let st = self.heap.stats();
-        if st.allocated != 0 || st.arena.active_pages != 0 || st.huge_live != 0 {
+        if st.cached != 0 || st.allocated != 0 || st.arena.active_pages != 0 || st.huge_live != 0 {
             return Err(self.fail(
                 Check::Stats,
                 format!(
-                    "nothing is live but allocated = {}, active pages = {}, huge = {}",
-                    st.allocated, st.arena.active_pages, st.huge_live
+                    "nothing is live but allocated = {}, cached = {}, active pages = {}, huge = {}",
+                    st.allocated, st.cached, st.arena.active_pages, st.huge_live
                 ),
             ));
         }
@@ -417,7 +427,7 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
                 format!("{p:#x} of class {class:?} reports arena {arena:?}"),
             ));
         }
-        if let (SizeClass::Small(idx), Some(a)) = (class, arena) {
+        if let (SizeClass::Small(idx), Some(a), false) = (class, arena, Self::CACHED) {
             self.small_alloc(p, a, idx)?;
         }
         let tag = self.next_tag;
@@ -454,7 +464,7 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
 
     /// Removes a freed allocation from the run model.
     fn forget(&mut self, l: &Live) -> Result<(), Finding> {
-        if let (SizeClass::Small(idx), Some(a)) = (l.class, l.arena) {
+        if let (SizeClass::Small(idx), Some(a), false) = (l.class, l.arena, Self::CACHED) {
             self.small_free(l.ptr, a, idx)?;
         }
         Ok(())
@@ -736,6 +746,18 @@ impl<C: Config, M: ReuseModel> Harness<C, M> {
             .filter(|l| matches!(l.class, SizeClass::Huge(_)))
             .count();
         stat(&|| "live huge allocations".into(), huge, st.huge_live)?;
+        if Self::CACHED {
+            let mut live = [0usize; alloclab_core::size_class::NBINS];
+            for l in &self.live {
+                if let SizeClass::Small(idx) = l.class {
+                    live[idx] += 1;
+                }
+            }
+            for (idx, (&n, b)) in live.iter().zip(st.bins.iter()).enumerate() {
+                stat(&|| format!("bin {idx} live regions"), n, b.live)?;
+            }
+            return Ok(());
+        }
         for a in 0..MAX_ARENAS {
             let Some((_, bins)) = self.heap.arena_stats(a) else {
                 continue;

@@ -137,5 +137,16 @@ pub fn smoke<C: Config>(threads: usize, ops: usize, seed: u64) -> Result<(), Fin
             format!("everything freed but {} bytes allocated", st.allocated),
         ));
     }
+    // The threads have exited, so their caches (if the front end has them) were flushed: once
+    // this thread's is too, no region may remain cached.
+    heap.flush_thread_cache();
+    let st = heap.stats();
+    if st.cached != 0 {
+        return Err(Finding::new(
+            Check::Stats,
+            0,
+            format!("threads exited and flushed, but {} bytes cached", st.cached),
+        ));
+    }
     Ok(())
 }

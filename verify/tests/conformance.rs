@@ -16,7 +16,7 @@ fn modeled<R: Modeled>() -> Summary {
 #[test]
 fn lifo() {
     let s = modeled::<Lifo>();
-    assert_eq!(s.passed.len(), 5, "{s}");
+    assert_eq!(s.passed.len(), 7, "{s}");
     assert!(s.model.is_some(), "{s}");
     assert!(s.coverage.gaps().is_empty(), "{s}");
 }
@@ -51,5 +51,5 @@ fn arena_choices() {
     verify_arena_choice::<RoundRobin>();
     verify_arena_choice::<PerCpu>();
     let s = verify_arena_choice::<Hashed>();
-    assert_eq!(s.passed.len(), 4, "{s}");
+    assert_eq!(s.passed.len(), 5, "{s}");
 }

@@ -6,7 +6,8 @@
 
 use alloclab_policies::configs::{self, Using};
 use alloclab_policies::{
-    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, PerCpu, RoundRobin, Single, ThreadLocal,
+    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, PerCpu, RoundRobin, Single, ThreadCache,
+    ThreadLocal,
 };
 use alloclab_verify::machine::run_state_machine;
 use alloclab_verify::Modeled;
@@ -31,6 +32,18 @@ fn named_config_mrf() {
 #[test]
 fn named_config_mrf_current() {
     run_state_machine::<configs::MrfCurrent, M<CurrentRun<Mrf>>>();
+}
+
+#[test]
+fn named_config_lifo_tcache() {
+    run_state_machine::<configs::LifoTcache, M<Lifo>>();
+}
+
+#[test]
+fn thread_cache_over_every_arena_choice() {
+    type Small = ThreadCache<{ 4 * 1024 }>;
+    run_state_machine::<Using<CurrentRun<Mrf>, Single, Small>, M<CurrentRun<Mrf>>>();
+    run_state_machine::<Using<AddrOrdered, RoundRobin, Small>, M<AddrOrdered>>();
 }
 
 #[test]

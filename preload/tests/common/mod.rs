@@ -232,11 +232,12 @@ pub fn run(cmd: &mut Command, limit: Duration) -> Output {
 // ---- configurations ---------------------------------------------------------------------------
 
 /// The named configs, each with its thread-local arenas.
-pub const NAMED: [&str; 4] = [
+pub const NAMED: [&str; 5] = [
     "config:addr-ordered",
     "config:lifo",
     "config:mrf",
     "config:mrf-current",
+    "config:lifo-tcache",
 ];
 
 /// The other arena strategies, each over a different run-reuse policy.
@@ -248,9 +249,10 @@ pub const STRATEGIES: [&str; 4] = [
 ];
 
 /// Combinations no named config gives.
-pub const CUSTOM: [&str; 2] = [
+pub const CUSTOM: [&str; 3] = [
     "reuse:addr-ordered,current_run:false,arenas:hashed",
     "reuse:lifo,current_run:true,arenas:round-robin,narenas:2",
+    "reuse:mrf,tcache:true,tcache_max:8192,arenas:single",
 ];
 
 /// Every configuration the tests run under.
@@ -266,14 +268,16 @@ pub fn all_confs() -> Vec<&'static str> {
 /// The policies a configuration string asks for, as the statistics title names them
 /// (`reuse mrf+current-run, arenas single`): an independent reading of the option semantics.
 pub fn expected_policies(conf: &str) -> String {
-    let mut base = ("lifo", false, "thread");
-    let (mut reuse, mut current, mut arenas) = (None, None, None);
+    let mut base = ("lifo", false, "thread", false);
+    let (mut reuse, mut current, mut arenas, mut tcache) = (None, None, None, None);
     for entry in conf.split(',') {
         match entry.split_once(':') {
-            Some(("config", "addr-ordered")) => base = ("addr-ordered", true, "thread"),
-            Some(("config", "lifo")) => base = ("lifo", false, "thread"),
-            Some(("config", "mrf")) => base = ("mrf", false, "thread"),
-            Some(("config", "mrf-current")) => base = ("mrf", true, "thread"),
+            Some(("config", "addr-ordered")) => base = ("addr-ordered", true, "thread", false),
+            Some(("config", "lifo")) => base = ("lifo", false, "thread", false),
+            Some(("config", "mrf")) => base = ("mrf", false, "thread", false),
+            Some(("config", "mrf-current")) => base = ("mrf", true, "thread", false),
+            Some(("config", "lifo-tcache")) => base = ("lifo", false, "thread", true),
+            Some(("tcache", v)) => tcache = Some(v == "true"),
             Some(("reuse", v)) => reuse = Some(v),
             Some(("current_run", v)) => current = Some(v == "true"),
             Some(("arenas", v)) => arenas = Some(v),
@@ -286,8 +290,13 @@ pub fn expected_policies(conf: &str) -> String {
     } else {
         ""
     };
+    let front = if tcache.unwrap_or(base.3) {
+        ", front thread-cache"
+    } else {
+        ""
+    };
     format!(
-        "reuse {reuse}{current}, arenas {}",
+        "reuse {reuse}{current}, arenas {}{front}",
         arenas.unwrap_or(base.2)
     )
 }
@@ -335,6 +344,7 @@ pub fn split_reports(stderr: &str) -> (Vec<Report>, String) {
             }
             if line.starts_with("allocated:")
                 || line.starts_with("resident:")
+                || line.starts_with("thread caches:")
                 || line.trim_start().starts_with("bin ")
             {
                 continue;

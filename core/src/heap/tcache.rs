@@ -1,0 +1,655 @@
+//! The thread cache: what a front end with `FrontEnd::CACHE` puts in front of the arenas.
+//!
+//! Each thread that uses a heap gets one cache in it: per small class, a stack of regions
+//! (linked through each region's first word) and its count. `malloc` pops from the stack
+//! without any lock or atomic read-modify-write; an empty stack is refilled with half its
+//! capacity from an arena under one lock. `free` validates the pointer (page map, page entry,
+//! region boundary, bitmap bit, cache mark) without a lock and pushes it; a full stack first
+//! gives half its capacity back to the regions' arenas (a flush), each arena locked once.
+//!
+//! - **Bounds.** One thread's cache holds at most `FrontEnd::MAX_BYTES` (or
+//!   `Options::tcache_max_bytes`) bytes in one heap: every small class gets an equal share, as
+//!   a count of at most `MAX_COUNT` regions; a class whose regions do not fit its share goes to
+//!   the arena directly.
+//! - **Cross-thread frees.** A region freed by another thread goes into *that* thread's cache
+//!   and back to its own arena when flushed: a cache may hold regions of any arena, and a flush
+//!   finds each region's arena through its chunk header.
+//! - **Double frees.** A cached region carries a mark in its second word (its address mixed
+//!   with a per-heap secret drawn from the kernel), cleared when it leaves the cache: a free of a
+//!   region that sits in any thread's cache finds the mark and is refused. A region back in its
+//!   run is refused by its bitmap bit, read atomically without the lock.
+//! - **Thread exit.** The cache is bound to the thread like an arena (`thread::bind_cache`);
+//!   the thread's `pthread_key_create` destructor flushes it and hands it to the heap's pool of
+//!   spare caches. A thread that exits never caches again (its later calls go to an arena).
+//! - **Fork.** The child keeps the forking thread's cache and flushes the others, whose threads
+//!   do not exist in it (`fork_child`).
+//! - **Statistics.** Regions in caches are taken from their runs, so arenas count them as
+//!   live; `Heap::stats` moves them to `cached` (each cache's counts are atomics that only its
+//!   thread writes, with a load and a store), and `check_invariants` checks the calling
+//!   thread's cache region by region and every cache's counts against the arenas.
+//!
+//! Nothing here allocates: caches come from the heap's `Base`, and are reused.
+
+use super::{Heap, Shared};
+use crate::arena::{Arena, ArenaInner};
+use crate::chunk::{ChunkHeader, SMALL};
+use crate::error::FreeError;
+use crate::invariants::{Violation, ViolationKind};
+use crate::lock::RawLock;
+use crate::page_map::Owner;
+use crate::policy::{Config, FrontEnd, Options};
+use crate::run::{Run, RunHeader};
+use crate::size_class::{bin, CHUNK_HEADER_PAGES, NBINS};
+use crate::sync::untracked::{AtomicU64, AtomicUsize};
+use crate::sync::{Ordering::Relaxed, UnsafeCell};
+use crate::thread;
+use core::cell::Cell;
+use core::ptr;
+
+/// Most regions one class of one cache holds.
+pub(crate) const MAX_COUNT: usize = 64;
+
+/// One class's stack.
+struct CacheBin {
+    /// The top region (0: empty); each region's first word holds the next one.
+    head: Cell<usize>,
+    /// Regions on the stack. Written only by the cache's thread (a load and a store), read by
+    /// `stats` from any thread, as are the two counters below.
+    count: AtomicUsize,
+    /// Frees of the program that the stack took (the arena never saw them), since the cache
+    /// was made (it keeps counting when a new thread reuses it).
+    absorbed: AtomicU64,
+    /// Regions the stack gave back to their runs (the arena counted each as a free).
+    flushed: AtomicU64,
+}
+
+/// One thread's cache in one heap.
+pub(crate) struct ThreadCache {
+    bins: [CacheBin; NBINS],
+    /// `thread::thread_key()` of the thread it belongs to.
+    owner: Cell<usize>,
+    /// The pool's list it is on (live or spare), under the pool lock.
+    next: Cell<*mut ThreadCache>,
+}
+
+struct Lists {
+    live: *mut ThreadCache,
+    spare: *mut ThreadCache,
+}
+
+/// A heap's caches: the live ones (for statistics, invariants and fork), the spare ones (left
+/// by exited threads), and the bounds and mark secret they share.
+pub(crate) struct CachePool {
+    lock: RawLock,
+    lists: UnsafeCell<Lists>,
+    secret: usize,
+    /// Capacity of each class, in regions (0: not cached).
+    caps: [u8; NBINS],
+    max_bytes: usize,
+}
+
+// SAFETY: `lists` (and the `next` links of the caches on them) are reached only with `lock`
+// held; a cache's stacks only by its own thread (or, at its exit and in a forked child, by the
+// one thread that flushes it); its counts are atomics.
+unsafe impl Sync for CachePool {}
+// SAFETY: as above.
+unsafe impl Send for CachePool {}
+
+impl CachePool {
+    /// A pool for a heap whose front end is `F`, known as `heap_id`.
+    pub(crate) fn new<F: FrontEnd>(options: &Options, heap_id: u64) -> CachePool {
+        let max_bytes = match options.tcache_max_bytes {
+            _ if !F::CACHE => 0,
+            usize::MAX => F::MAX_BYTES,
+            n => n,
+        };
+        let share = max_bytes / NBINS;
+        let caps = core::array::from_fn(|i| (share / bin(i).size as usize).min(MAX_COUNT) as u8);
+        // The secret needs to be unguessable by the program, not strong: the kernel's random
+        // word, mixed with the pool's address (ASLR) and id in case there is none.
+        #[cfg(not(loom))]
+        let random = crate::os::random_word();
+        #[cfg(loom)]
+        let random = 0x5eed;
+        let secret = splitmix(random ^ heap_id as usize ^ (&max_bytes as *const usize as usize));
+        CachePool {
+            lock: RawLock::new(),
+            lists: UnsafeCell::new(Lists {
+                live: ptr::null_mut(),
+                spare: ptr::null_mut(),
+            }),
+            secret: secret | 1,
+            caps,
+            max_bytes,
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Lists) -> R) -> R {
+        let _g = self.lock.guard();
+        // SAFETY: the lock is held for the whole closure.
+        self.lists.with_mut(|p| f(unsafe { &mut *p }))
+    }
+
+    /// Capacity of class `idx` in regions (0: the class is not cached).
+    #[inline(always)]
+    pub(crate) fn cap(&self, idx: usize) -> usize {
+        self.caps[idx] as usize
+    }
+
+    /// The mark a cached region at `addr` carries in its second word.
+    #[inline(always)]
+    fn mark(&self, addr: usize) -> usize {
+        addr ^ self.secret
+    }
+
+    /// Whether the region at `addr` carries the cache mark.
+    ///
+    /// # Safety
+    /// `addr` is a region of at least 16 bytes taken from a live run.
+    #[inline(always)]
+    pub(crate) unsafe fn marked(&self, addr: usize) -> bool {
+        // SAFETY: per the contract the region is mapped and at least two words long.
+        unsafe { (addr as *const usize).add(1).read() == self.mark(addr) }
+    }
+
+    pub(crate) fn lock(&self) {
+        self.lock.lock();
+    }
+    pub(crate) fn unlock(&self) {
+        self.lock.unlock();
+    }
+    pub(crate) fn reset_lock(&self) {
+        self.lock.reset();
+    }
+}
+
+fn splitmix(mut x: usize) -> usize {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl ThreadCache {
+    /// Pushes `addr` (a region taken from its run, not in any cache) on class `idx`.
+    ///
+    /// # Safety
+    /// The caller is the cache's thread (or the only one touching it); `addr` is such a region
+    /// and the class has room.
+    #[inline(always)]
+    unsafe fn push(&self, pool: &CachePool, idx: usize, addr: usize) {
+        let b = &self.bins[idx];
+        // SAFETY: per the contract the region is ours to write (two words at least).
+        unsafe {
+            (addr as *mut usize).write(b.head.get());
+            (addr as *mut usize).add(1).write(pool.mark(addr));
+        }
+        b.head.set(addr);
+        b.count.store(b.count.load(Relaxed) + 1, Relaxed);
+    }
+
+    /// Pops the top region of class `idx` (0 if empty), its mark cleared.
+    ///
+    /// # Safety
+    /// The caller is the cache's thread (or the only one touching it).
+    #[inline(always)]
+    unsafe fn pop(&self, idx: usize) -> usize {
+        let b = &self.bins[idx];
+        let addr = b.head.get();
+        if addr != 0 {
+            // SAFETY: regions on the stack are ours, linked through their first word.
+            unsafe {
+                b.head.set((addr as *const usize).read());
+                (addr as *mut usize).add(1).write(0);
+            }
+            b.count.store(b.count.load(Relaxed) - 1, Relaxed);
+        }
+        addr
+    }
+}
+
+impl<C: Config> Heap<C> {
+    /// The calling thread's cache in this heap, made on first use; `None` while the thread
+    /// exits or if the OS refused memory.
+    #[inline(always)]
+    fn thread_cache(s: &Shared<C>) -> Option<&ThreadCache> {
+        let v = match thread::front_cache(s.pool.heap_id()) {
+            Some(v) => v,
+            None => thread::bind_cache(
+                s.pool.heap_id(),
+                || Self::new_cache(s),
+                |v| Self::retire_cache(s, v as *mut ThreadCache),
+            )?,
+        };
+        // SAFETY: bound caches live (in the heap's base) until the heap is dropped.
+        Some(unsafe { &*(v as *const ThreadCache) })
+    }
+
+    /// A cache for the calling thread: a spare one, or a new one from the base; 0 if none.
+    #[cold]
+    fn new_cache(s: &Shared<C>) -> usize {
+        let owner = thread::thread_key();
+        let mut c = s.caches.with(|l| {
+            let c = l.spare;
+            if !c.is_null() {
+                // SAFETY: caches on the spare list are ours, under the pool lock.
+                l.spare = unsafe { (*c).next.get() };
+            }
+            c
+        });
+        if c.is_null() {
+            // Outside the pool lock: the base has its own.
+            let Some(mem) = s.base.alloc(
+                core::mem::size_of::<ThreadCache>(),
+                core::mem::align_of::<ThreadCache>(),
+            ) else {
+                return 0;
+            };
+            c = mem.as_ptr().cast::<ThreadCache>();
+            // SAFETY: fresh metadata of the right size and alignment.
+            unsafe {
+                c.write(ThreadCache {
+                    bins: core::array::from_fn(|_| CacheBin {
+                        head: Cell::new(0),
+                        count: AtomicUsize::new(0),
+                        absorbed: AtomicU64::new(0),
+                        flushed: AtomicU64::new(0),
+                    }),
+                    owner: Cell::new(0),
+                    next: Cell::new(ptr::null_mut()),
+                })
+            };
+        }
+        s.caches.with(|l| {
+            // SAFETY: `c` is ours (spare, emptied when it was retired, or fresh).
+            unsafe {
+                (*c).owner.set(owner);
+                (*c).next.set(l.live);
+            }
+            l.live = c;
+        });
+        c as usize
+    }
+
+    /// Takes an empty cache off the live list and makes it spare.
+    fn retire_cache(s: &Shared<C>, c: *mut ThreadCache) {
+        s.caches.with(|l| {
+            // SAFETY: list nodes are caches of this heap, linked under the pool lock.
+            unsafe {
+                let mut link: *mut *mut ThreadCache = &mut l.live;
+                while !(*link).is_null() {
+                    if *link == c {
+                        *link = (*c).next.get();
+                        break;
+                    }
+                    link = (**link).next.as_ptr();
+                }
+                (*c).next.set(l.spare);
+            }
+            l.spare = c;
+        });
+    }
+
+    /// `malloc` of small class `idx` through the calling thread's cache; `None` when the class
+    /// is not cached or the thread has no cache (the caller then asks an arena).
+    #[inline(always)]
+    pub(super) fn alloc_cached(
+        &self,
+        s: &Shared<C>,
+        idx: usize,
+        size: usize,
+        zero: bool,
+    ) -> Option<*mut u8> {
+        if s.caches.cap(idx) == 0 {
+            return None;
+        }
+        let c = Self::thread_cache(s)?;
+        // SAFETY: our own cache.
+        let mut p = unsafe { c.pop(idx) };
+        if p == 0 {
+            p = self.fill(s, c, idx, size);
+            if p == 0 {
+                return Some(ptr::null_mut());
+            }
+        }
+        if zero {
+            // SAFETY: a region of class `idx`, now the caller's.
+            unsafe { ptr::write_bytes(p as *mut u8, 0, bin(idx).size as usize) };
+        }
+        Some(p as *mut u8)
+    }
+
+    /// Takes half of class `idx`'s capacity from an arena into the (empty) stack under one
+    /// lock, and returns one of them, popped (0 if the OS refused memory).
+    #[cold]
+    #[inline(never)]
+    fn fill(&self, s: &Shared<C>, c: &ThreadCache, idx: usize, size: usize) -> usize {
+        let Some(a) = self.choose_arena(s, size) else {
+            return 0;
+        };
+        let n = (s.caches.cap(idx) / 2).max(1);
+        let mut taken = [0usize; MAX_COUNT];
+        let got =
+            a.with(|inner| inner.alloc_small_batch(idx, &mut taken[..n], a, a.index(), &s.map));
+        // Lowest address on top: the order the arena handed them out in.
+        for &p in taken[1..got.max(1)].iter().rev() {
+            // SAFETY: our cache; regions just taken from their run, the stack is empty.
+            unsafe { c.push(&s.caches, idx, p) };
+        }
+        taken[0]
+    }
+
+    /// `free` of `addr` in chunk `chunk`, page `page`, through the calling thread's cache;
+    /// `None` when it is not a cached class's region or the thread has no cache (the caller
+    /// then frees it under the arena lock, which also validates it).
+    ///
+    /// # Safety
+    /// `chunk` is a live chunk of this heap (from the page map), `page` the page of `addr` in
+    /// it and not a header page.
+    #[inline(always)]
+    pub(super) unsafe fn free_cached(
+        &self,
+        s: &Shared<C>,
+        chunk: *mut ChunkHeader,
+        page: usize,
+        addr: usize,
+    ) -> Option<Result<(), FreeError>> {
+        // Without the lock: the entry of a page of a live run does not change while one of its
+        // regions is taken, which is what a valid `addr` is; anything else is refused below or
+        // by the locked path.
+        // SAFETY: per the contract.
+        let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
+        if e.kind() != SMALL {
+            return None;
+        }
+        let idx = e.bin();
+        if idx >= NBINS || e.run_offset() > page || s.caches.cap(idx) == 0 {
+            return None;
+        }
+        let cap = s.caches.cap(idx);
+        let c = Self::thread_cache(s)?;
+        let base = ChunkHeader::page_addr(chunk, page - e.run_offset());
+        let Some(region) = bin(idx).region_index(addr - base) else {
+            return Some(Err(FreeError::Interior));
+        };
+        // SAFETY: the entry names a run of bin `idx` at `base`; its words are read atomically;
+        // the mark is read from a region taken from its run (bit clear).
+        unsafe {
+            if Run(RunHeader::at(base, idx)).is_free_unlocked(region) || s.caches.marked(addr) {
+                return Some(Err(FreeError::NotAllocated));
+            }
+            if c.bins[idx].count.load(Relaxed) >= cap {
+                Self::flush(c, idx, (cap / 2).max(1));
+            }
+            c.push(&s.caches, idx, addr);
+            let absorbed = &c.bins[idx].absorbed;
+            absorbed.store(absorbed.load(Relaxed) + 1, Relaxed);
+        }
+        Some(Ok(()))
+    }
+
+    /// Gives the top `n` regions of class `idx` back to their arenas, each arena locked once.
+    ///
+    /// # Safety
+    /// The caller is the cache's thread (or the only one touching it).
+    #[cold]
+    #[inline(never)]
+    unsafe fn flush(c: &ThreadCache, idx: usize, n: usize) {
+        let mut regions = [0usize; MAX_COUNT];
+        let b = &c.bins[idx];
+        let mut p = b.head.get();
+        let mut k = 0;
+        while p != 0 && k < n.min(MAX_COUNT) {
+            regions[k] = p;
+            k += 1;
+            // SAFETY: per the contract, the stack's regions are ours; each leaves it unmarked.
+            unsafe {
+                (p as *mut usize).add(1).write(0);
+                p = (p as *const usize).read();
+            }
+        }
+        b.head.set(p);
+        b.count.store(b.count.load(Relaxed) - k, Relaxed);
+        // alloclab_seeded: the lost flush (the batch's last region never reaches its run).
+        #[cfg(alloclab_seeded)]
+        if k > 0 && crate::seeded::active(crate::seeded::Bug::LostFlush) {
+            k -= 1;
+        }
+        let flushed = &c.bins[idx].flushed;
+        flushed.store(flushed.load(Relaxed) + k as u64, Relaxed);
+        let regions = &mut regions[..k];
+        let mut done = 0;
+        while done < regions.len() {
+            let arena = arena_of::<C>(regions[done]);
+            // SAFETY: the chunk of a cached region is live; its arena field is fixed.
+            let a = unsafe { &*arena };
+            a.with(|inner| {
+                for r in regions[done..].iter_mut() {
+                    if *r != 0 && arena_of::<C>(*r) == arena {
+                        // SAFETY: a region of a live run of this arena, under its lock.
+                        unsafe { give_back(inner, *r) };
+                        *r = 0;
+                    }
+                }
+            });
+            while done < regions.len() && regions[done] == 0 {
+                done += 1;
+            }
+        }
+    }
+
+    /// Empties cache `c` into the arenas.
+    ///
+    /// # Safety
+    /// As for `flush`.
+    unsafe fn flush_all(c: &ThreadCache) {
+        for idx in 0..NBINS {
+            while c.bins[idx].head.get() != 0 {
+                // SAFETY: forwarded contract.
+                unsafe { Self::flush(c, idx, MAX_COUNT) };
+            }
+        }
+    }
+
+    /// Gives every region in the calling thread's cache in this heap back to its arena (a
+    /// no-op without a cache). Statistics and invariants do not need it; a test that wants
+    /// the arenas to hold nothing does.
+    pub fn flush_thread_cache(&self) {
+        if !C::Front::CACHE {
+            return;
+        }
+        let Some(s) = self.shared_if_init() else {
+            return;
+        };
+        if let Some(v) = thread::bind_cache(s.pool.heap_id(), || 0, |_| {}) {
+            // SAFETY: our own cache, alive as long as the heap.
+            unsafe { Self::flush_all(&*(v as *const ThreadCache)) };
+        }
+    }
+
+    /// Turns the arenas' counts of regions leaving and entering runs into the program's: the
+    /// regions held by thread caches move from `live` to `cached`, frees count those the
+    /// caches took instead of those they gave back, and allocations are frees plus live.
+    pub(super) fn account_caches(s: &Shared<C>, st: &mut crate::stats::Stats) {
+        if !C::Front::CACHE {
+            return;
+        }
+        let mut cached = [0usize; NBINS];
+        let mut absorbed = [0u64; NBINS];
+        let mut flushed = [0u64; NBINS];
+        s.caches.with(|l| {
+            for mut c in [l.live, l.spare] {
+                while !c.is_null() {
+                    // SAFETY: caches listed under the pool lock; counts are atomics.
+                    unsafe {
+                        for (i, b) in (*c).bins.iter().enumerate() {
+                            cached[i] += b.count.load(Relaxed);
+                            absorbed[i] += b.absorbed.load(Relaxed);
+                            flushed[i] += b.flushed.load(Relaxed);
+                        }
+                        c = (*c).next.get();
+                    }
+                }
+            }
+        });
+        let mut bytes = 0;
+        for (i, b) in st.bins.iter_mut().enumerate() {
+            let n = cached[i];
+            b.cached = n;
+            b.live = b.live.saturating_sub(n);
+            b.frees = (b.frees + absorbed[i]).saturating_sub(flushed[i]);
+            b.allocations = b.frees + b.live as u64;
+            bytes += n * bin(i).size as usize;
+        }
+        st.cached = bytes;
+        st.allocated = st.allocated.saturating_sub(bytes);
+    }
+
+    /// Every cache's counts within its bounds; every region of the calling thread's cache a
+    /// taken region of its class, marked, on one stack once, and its count the stack's length.
+    /// (Other threads' stacks are theirs to read; their regions are checked when they flush,
+    /// each handed back must be taken from its run, or the process aborts.)
+    pub(super) fn check_caches(&self, s: &Shared<C>) -> Result<(), Violation> {
+        if !C::Front::CACHE {
+            return Ok(());
+        }
+        let bad = |what| Err(Violation::new(ViolationKind::ThreadCache(what)));
+        let me = thread::thread_key();
+        s.caches.with(|l| {
+            let mut c = l.live;
+            while !c.is_null() {
+                // SAFETY: live caches, listed under the pool lock.
+                let cache = unsafe { &*c };
+                let mut bytes = 0;
+                for (i, b) in cache.bins.iter().enumerate() {
+                    let n = b.count.load(Relaxed);
+                    if n > s.caches.cap(i) {
+                        return bad("a class holds more regions than its capacity");
+                    }
+                    bytes += n * bin(i).size as usize;
+                }
+                if bytes > s.caches.max_bytes {
+                    return bad("a cache holds more bytes than its bound");
+                }
+                if cache.owner.get() == me {
+                    self.check_own_cache(s, cache)?;
+                }
+                c = cache.next.get();
+            }
+            Ok(())
+        })
+    }
+
+    fn check_own_cache(&self, s: &Shared<C>, c: &ThreadCache) -> Result<(), Violation> {
+        let bad = |what, at| Err(Violation::new(ViolationKind::ThreadCache(what)).at(at));
+        for (idx, b) in c.bins.iter().enumerate() {
+            let mut seen = [0usize; MAX_COUNT];
+            let mut n = 0;
+            let mut p = b.head.get();
+            while p != 0 {
+                if n == MAX_COUNT || seen[..n].contains(&p) {
+                    return bad("a stack is longer than the capacity, or loops", p);
+                }
+                seen[n] = p;
+                n += 1;
+                let Owner::Chunk(chunk) = s.map.lookup(p) else {
+                    return bad("a cached region is not in a chunk of this heap", p);
+                };
+                let chunk = chunk as *mut ChunkHeader;
+                let page = ChunkHeader::page_index(p);
+                // SAFETY: a live chunk of this heap (page map); its arena field is fixed.
+                let arena = unsafe { &*((*chunk).arena as *const Arena<C>) };
+                let ok = page >= CHUNK_HEADER_PAGES
+                    && arena.with(|_| {
+                        // SAFETY: our chunk, under its arena's lock.
+                        unsafe {
+                            let e = (*ChunkHeader::entry(chunk, page)).get();
+                            e.kind() == SMALL
+                                && e.bin() == idx
+                                && ArenaInner::<C>::small_usable(chunk, page, e, p).is_ok()
+                        }
+                    });
+                if !ok {
+                    return bad("a cached region is not a taken region of its class", p);
+                }
+                // SAFETY: a taken region of this heap.
+                if !unsafe { s.caches.marked(p) } {
+                    return bad("a cached region lost its mark", p);
+                }
+                // SAFETY: as above; its first word links the stack.
+                p = unsafe { (p as *const usize).read() };
+            }
+            if n != b.count.load(Relaxed) {
+                return bad("a count differs from its stack's length", b.head.get());
+            }
+        }
+        Ok(())
+    }
+
+    /// In a forked child: flushes the caches of every thread but the calling one (they do not
+    /// exist in the child) and makes them spare.
+    pub(super) fn fork_child(s: &Shared<C>) {
+        if !C::Front::CACHE {
+            return;
+        }
+        let me = thread::thread_key();
+        s.caches.with(|l| {
+            let mut link: *mut *mut ThreadCache = &mut l.live;
+            // SAFETY: list nodes are caches of this heap, linked under the pool lock; in the
+            // child the orphans' threads are gone, so this thread is the only one to touch them.
+            unsafe {
+                while !(*link).is_null() {
+                    let c = *link;
+                    if (*c).owner.get() == me {
+                        link = (*c).next.as_ptr();
+                        continue;
+                    }
+                    Self::flush_all(&*c);
+                    *link = (*c).next.get();
+                    (*c).next.set(l.spare);
+                    l.spare = c;
+                }
+            }
+        });
+    }
+}
+
+/// The arena of the chunk that holds `addr`.
+fn arena_of<C: Config>(addr: usize) -> *const Arena<C> {
+    // SAFETY: callers pass regions of live chunks, whose headers are fixed.
+    unsafe { (*ChunkHeader::of(addr)).arena as *const Arena<C> }
+}
+
+/// Returns a region taken off a cache's stack (its mark cleared) to its run.
+///
+/// # Safety
+/// `addr` is a region taken from a live run of the arena whose state `inner` is (locked).
+#[inline(always)]
+unsafe fn give_back<C: Config>(inner: &mut ArenaInner<C>, addr: usize) {
+    // SAFETY: per the contract: the entry of a live run's page.
+    unsafe {
+        let chunk = ChunkHeader::of(addr);
+        let page = ChunkHeader::page_index(addr);
+        let e = (*ChunkHeader::entry(chunk, page)).get();
+        if inner.free_small(chunk, page, e, addr).is_err() {
+            crate::report::fatal(format_args!(
+                "thread cache: region {addr:#x} was not taken from its run"
+            ));
+        }
+    }
+}
+
+/// Delivers a thread exit to the heap at `owner`: flushes the thread's cache there and makes
+/// it spare.
+///
+/// # Safety
+/// `owner` is the `Shared<C>` of a live heap and `value` the exiting thread's cache in it.
+pub(super) unsafe fn cache_exit_trampoline<C: Config>(owner: *const (), value: usize) {
+    // SAFETY: per the contract.
+    let s = unsafe { &*(owner as *const Shared<C>) };
+    let c = value as *mut ThreadCache;
+    // SAFETY: the exiting thread's own cache; it caches no more (`thread_exit` cleared its
+    // memo and marked it exiting).
+    unsafe { Heap::<C>::flush_all(&*c) };
+    Heap::<C>::retire_cache(s, c);
+}

@@ -1,0 +1,117 @@
+//! Loom models of the thread cache: batched fills and flushes racing another thread's on one
+//! arena, a thread's exit flushing its cache while another thread reads statistics and checks
+//! invariants, and cross-thread frees into the freeing thread's cache (the conformance kit's
+//! model, with a cache).
+#![cfg(loom)]
+
+use alloclab_core::size_class::NBINS;
+use alloclab_core::Heap;
+use alloclab_policies::configs::Using;
+use alloclab_policies::{Lifo, Single, ThreadCache, ThreadLocal};
+use alloclab_verify::loom::{cross_thread_model, model, model_bounded, spawn};
+use loom::sync::Arc;
+
+/// A cache whose 32-byte class holds 4 regions: fills take 2, a full stack flushes 2.
+type Tiny = ThreadCache<{ 128 * NBINS }>;
+
+/// Allocates five 32-byte blocks (two fills), frees them (a flush), checks the heap.
+fn churn(heap: &Heap<Using<Lifo, Single, Tiny>>) {
+    let mut p = [0usize; 5];
+    for q in p.iter_mut() {
+        *q = heap.malloc(32) as usize;
+        assert_ne!(*q, 0);
+    }
+    let mut live: Vec<(usize, usize)> = p.iter().map(|&q| (q, 32)).collect();
+    heap.check_live(&mut live).unwrap();
+    for q in p {
+        // SAFETY: live allocations of `heap`, each freed once.
+        unsafe { heap.free(q as *mut u8) };
+    }
+}
+
+/// Two threads each making three fills and a flush, then exiting (another flush), on one arena:
+/// at the default bound of 5 this takes minutes, and the lock-protected steps interleave in
+/// every order already at 2.
+#[test]
+fn fills_and_flushes_race_on_one_arena() {
+    model_bounded(2, || {
+        let heap = Arc::new(Heap::<Using<Lifo, Single, Tiny>>::new());
+        let h = heap.clone();
+        let t = spawn(move || churn(&h));
+        churn(&heap);
+        t.join().unwrap();
+        // The other thread exited: its cache was flushed. Ours holds what its last flush left.
+        heap.check_invariants().unwrap();
+        let st = heap.stats();
+        assert_eq!(st.allocated, 0);
+        assert!(st.cached > 0 && st.cached <= 4 * 32, "{}", st.cached);
+        heap.flush_thread_cache();
+        let st = heap.stats();
+        assert_eq!((st.cached, st.arena.small_allocated), (0, 0));
+        heap.check_invariants().unwrap();
+    });
+}
+
+#[test]
+fn thread_exit_flushes_while_another_thread_reads_statistics() {
+    model(|| {
+        let heap = Arc::new(Heap::<Using<Lifo, ThreadLocal, Tiny>>::new());
+        let keep = heap.malloc(32) as usize;
+        let h = heap.clone();
+        let t = spawn(move || {
+            let p = h.malloc(32) as usize;
+            // SAFETY: live, freed once; it stays in this thread's cache until the thread exits.
+            unsafe { h.free(p as *mut u8) };
+        });
+        heap.check_invariants().unwrap();
+        // A snapshot taken while the other thread fills its cache sees the batch (2 regions)
+        // as allocated until it is on the stack: statistics are exact between operations.
+        let st = heap.stats();
+        assert!(st.allocated <= 3 * 32, "{}", st.allocated);
+        t.join().unwrap();
+        let st = heap.stats();
+        assert_eq!(st.allocated, 32);
+        heap.check_live(&mut [(keep, 32)]).unwrap();
+        // SAFETY: live, freed once.
+        unsafe { heap.free(keep as *mut u8) };
+        heap.flush_thread_cache();
+        assert_eq!(heap.stats().arena.small_allocated, 0);
+    });
+}
+
+#[test]
+fn cross_thread_free_into_the_freeing_threads_cache() {
+    cross_thread_model::<Using<Lifo, Single, ThreadCache>>();
+}
+
+#[test]
+fn a_region_freed_by_another_thread_is_reused_there_then_goes_home() {
+    model(|| {
+        let heap = Arc::new(Heap::<Using<Lifo, ThreadLocal, Tiny>>::new());
+        let a = heap.malloc(32) as usize;
+        let b = heap.malloc(32) as usize; // the fill's two regions: our stack is empty again
+        let h = heap.clone();
+        let t = spawn(move || {
+            // SAFETY: `a` is live, handed over; freed once here, into this thread's cache.
+            unsafe { h.free(a as *mut u8) };
+            let c = h.malloc(32) as usize;
+            assert_eq!(c, a, "this thread's cache serves the region it was given");
+            // SAFETY: live, freed once; the thread's exit flushes it to its own arena (ours).
+            unsafe { h.free(c as *mut u8) };
+        });
+        // A fill from our arena, racing the other thread's exit flush into it.
+        let d = heap.malloc(32) as usize;
+        t.join().unwrap();
+        let mut live = [(b, 32), (d, 32)];
+        heap.check_live(&mut live).unwrap();
+        assert_eq!(heap.stats().allocated, 64);
+        // SAFETY: live allocations, each freed once.
+        unsafe {
+            heap.free(b as *mut u8);
+            heap.free(d as *mut u8);
+        }
+        heap.flush_thread_cache();
+        assert_eq!(heap.stats().arena.small_allocated, 0);
+        heap.check_invariants().unwrap();
+    });
+}
