@@ -50,6 +50,9 @@ struct Shared<C: Config> {
     safety: Safety,
     /// Whether `allocate` takes `allocate_checked`.
     alloc_hooks: bool,
+    /// Whether small blocks go through the thread cache: never while a debug option is on,
+    /// since a cached free would skip its checks (poison, canary, quarantine) until a flush.
+    cache_on: bool,
     /// Whether pointers may lie outside the page map's chunks (`malloc(0)` slots, samples).
     special_ptrs: bool,
     zero_size: ZeroSize,
@@ -207,6 +210,7 @@ impl<C: Config> Heap<C> {
                     dirty_max,
                     safety,
                     alloc_hooks: safety.needs().intersects(ALLOC_HOOKS),
+                    cache_on: C::Front::CACHE && safety.needs() == DebugCaps::NONE,
                     special_ptrs: safety
                         .needs()
                         .intersects(DebugCaps::ZERO_SIZE.union(DebugCaps::SAMPLE)),
@@ -347,7 +351,7 @@ impl<C: Config> Heap<C> {
         }
         match classify(size, align) {
             Some(SizeClass::Small(idx)) => {
-                if C::Front::CACHE {
+                if C::Front::CACHE && s.cache_on {
                     if let Some(p) = self.alloc_cached(s, idx, size, zero) {
                         return p;
                     }
@@ -627,7 +631,7 @@ impl<C: Config> Heap<C> {
                 if page < CHUNK_HEADER_PAGES {
                     return Err(FreeError::NeverAllocated);
                 }
-                if C::Front::CACHE {
+                if C::Front::CACHE && s.cache_on {
                     // SAFETY: a chunk of ours from the page map, past its header pages.
                     if let Some(r) = unsafe { self.free_cached(s, chunk, page, addr) } {
                         return r;
