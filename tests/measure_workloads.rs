@@ -398,3 +398,23 @@ fn a_trace_prefix_is_the_trace_cut_short() {
     assert_eq!(half.ops(), &t.ops()[..t.ops().len() / 2]);
     assert_eq!(half.slots, t.slots);
 }
+
+#[test]
+fn workload_names_are_unique_and_found() {
+    let all = workloads::all();
+    let mut names: Vec<&str> = all.iter().map(|w| w.name()).collect();
+    // Six synthetic workloads and every bundled trace twice (touch, no touch).
+    assert_eq!(names.len(), 6 + 2 * alloclab::trace::bundled::ALL.len());
+    for n in &names {
+        assert_eq!(
+            workloads::by_name(n)
+                .map(|w| w.name().to_string())
+                .as_deref(),
+            Some(*n)
+        );
+    }
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), all.len());
+    assert!(workloads::by_name("no-such-workload").is_none());
+}
