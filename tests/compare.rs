@@ -200,3 +200,36 @@ fn bad_requests_get_clear_errors() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn pilot_mode_advises_per_cell() {
+    let out = scratch("pilot");
+    let o = out.to_str().unwrap();
+    ok(&[
+        "compare",
+        "--pilot",
+        "--out",
+        o,
+        "--subjects",
+        "lifo,system",
+        "--workloads",
+        "churn",
+        "--threads",
+        "1",
+        "--reps",
+        "2",
+        "--scale",
+        "0.02",
+        "--no-progress",
+    ]);
+    let pilot = std::fs::read_to_string(out.join("pilot.md")).expect("pilot.md written");
+    for subject in ["lifo", "system"] {
+        assert!(
+            pilot
+                .lines()
+                .any(|l| l.starts_with("| churn | 1 | ") && l.contains(&format!(" {subject} |"))),
+            "a row for {subject}: {pilot}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(out);
+}

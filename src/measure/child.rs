@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The hidden subcommand a measuring child runs.
 pub const CHILD_COMMAND: &str = "measure-child";
@@ -307,39 +307,60 @@ pub fn max_rss_bytes(usage: &libc::rusage) -> u64 {
     usage.ru_maxrss.max(0) as u64 * 1024
 }
 
-/// Waits for `pid` (polling, so that a hung child is killed after `timeout`); returns the wait
-/// status and the child's resource usage.
+/// Waits for `pid`, killing it if it runs longer than `timeout`; returns the wait status and
+/// the child's resource usage. The wait blocks (no polling), so the parent's clock around it
+/// stays exact; a watchdog thread does the killing.
 pub fn wait_with_rusage(
     pid: libc::pid_t,
     timeout: Duration,
 ) -> Result<(libc::c_int, libc::rusage), String> {
-    let start = Instant::now();
-    let mut killed = false;
-    loop {
-        let mut status: libc::c_int = 0;
-        // SAFETY: rusage is plain old data; all-zero is valid.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `status` and `usage` are valid and writable; `pid` is our own child.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            if killed {
-                return Err(format!("timed out after {} s", timeout.as_secs()));
-            }
-            return Ok((status, usage));
-        }
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(format!("wait4: {e}"));
-            }
-        }
-        if !killed && start.elapsed() > timeout {
-            // SAFETY: kill has no memory-safety preconditions; `pid` is our unreaped child.
+    let (done, stop) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if stop.recv_timeout(timeout) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            // SAFETY: kill has no memory-safety preconditions. The child is not reaped yet:
+            // the waiting thread reaps it only after this thread has finished.
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            killed = true;
+            return true;
         }
-        std::thread::sleep(Duration::from_millis(2));
+        false
+    });
+    // First wait for the exit without reaping (WNOWAIT): until the watchdog has stopped, the
+    // child stays unreaped, so its pid cannot be reused under the watchdog's kill.
+    let exited = loop {
+        // SAFETY: siginfo_t is plain old data; all-zero is valid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is valid and writable; `pid` is our own child.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            break Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            break Err(format!("waitid: {e}"));
+        }
+    };
+    let _ = done.send(());
+    let killed = watchdog.join().unwrap_or(false);
+    exited?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain old data; all-zero is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `status` and `usage` are valid and writable; `pid` is our own exited child.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if r != pid {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
     }
+    if killed {
+        return Err(format!("timed out after {} s", timeout.as_secs()));
+    }
+    Ok((status, usage))
 }
 
 /// Callgrind's event totals of one run.
@@ -427,6 +448,25 @@ mod tests {
         assert_eq!(per.instructions, 100.0);
         assert_eq!(per.data_reads, 30.0);
         assert!(parse_callgrind("nothing here").is_none());
+    }
+
+    #[test]
+    fn a_hung_child_is_killed_and_a_quick_one_reaped() {
+        let spawn = |args: &[&str]| {
+            Command::new(args[0])
+                .args(&args[1..])
+                .spawn()
+                .expect("coreutils run")
+                .id() as libc::pid_t
+        };
+        let e = wait_with_rusage(spawn(&["sleep", "30"]), Duration::from_millis(200)).unwrap_err();
+        assert!(e.contains("timed out"), "{e}");
+        let (status, usage) = wait_with_rusage(spawn(&["true"]), Duration::from_secs(30)).unwrap();
+        assert!(exited_zero(status));
+        assert!(max_rss_bytes(&usage) > 0);
+        let (status, _) = wait_with_rusage(spawn(&["false"]), Duration::from_secs(30)).unwrap();
+        assert!(!exited_zero(status));
+        assert!(describe_status(status).contains("status 1"));
     }
 
     #[test]

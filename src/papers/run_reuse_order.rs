@@ -61,8 +61,8 @@ pub fn study() -> Study {
                 "replay-synthetic-bursts-touch",
             ],
             threads: vec![1],
-            reps: 5,
-            scale: 1.0,
+            reps: 7,
+            scale: 0.25,
         },
         questions: &[
             Question {

@@ -54,7 +54,7 @@ pub fn study() -> Study {
         quick: Grid {
             workloads: vec!["thread-arena"],
             threads: vec![2, 4],
-            reps: 5,
+            reps: 7,
             scale: 0.25,
         },
         questions: &[

@@ -43,6 +43,20 @@ fn current_run_wrappers() {
     assert!(s.to_string().contains("NOT checked"), "{s}");
 }
 
+/// The thread-arenas seed's bug, kept as a policy for the study, is caught by the kit: a large
+/// request must not move a thread's small requests to another arena.
+#[test]
+fn the_arena_reset_bug_is_a_finding() {
+    let finding = alloclab_verify::check_arena_choice::<alloclab_policies::LargeResetsShared>()
+        .expect_err("the kit catches the thread-arenas bug");
+    assert!(
+        finding
+            .to_string()
+            .contains("moved the thread's small requests"),
+        "{finding}"
+    );
+}
+
 #[test]
 fn arena_choices() {
     verify_arena_choice::<Single>();
