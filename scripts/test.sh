@@ -80,3 +80,26 @@ for target in $(cd fuzz && cargo fuzz list); do
     echo "$target: $(grep -E "^stat::(number_of_executed_units|average_exec_per_sec)" "$scratch.log" | tr '\n' ' ')"
     rm -rf "$scratch" "$scratch.log"
 done
+
+step "the policy template (examples/policy-template): format, lints, kit, drop-in malloc, loom, fuzz"
+# A crate of its own, as a user's is: built into this target directory to share dependencies.
+template_target="${CARGO_TARGET_DIR:-target}"
+case "$template_target" in /*) ;; *) template_target="$PWD/$template_target" ;; esac
+(
+    cd examples/policy-template
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets --target-dir "$template_target" -- -D warnings
+    cargo test --workspace --target-dir "$template_target"
+    RUSTFLAGS="--cfg loom" cargo test --release --no-default-features --test loom \
+        --target-dir "$template_target/loom"
+)
+# The template's fuzz target, as a user runs it, sharing the build of the targets above.
+scratch="$(mktemp -d)"
+if ! (cd examples/policy-template/fuzz && cargo fuzz run -s none --target-dir "$PWD/../../../fuzz/target" \
+    heap_ops "$scratch" -- -max_total_time="${FUZZ_SECONDS:-15}" -rss_limit_mb=4096 \
+    -print_final_stats=1 >"$scratch.log" 2>&1); then
+    cat "$scratch.log"
+    exit 1
+fi
+echo "policy-template heap_ops: $(grep -E "^stat::(number_of_executed_units|average_exec_per_sec)" "$scratch.log" | tr '\n' ' ')"
+rm -rf "$scratch" "$scratch.log"
