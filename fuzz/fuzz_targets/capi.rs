@@ -1,8 +1,9 @@
 //! Sequences of C allocation calls through liballoclab.so's entry points (`preload/src`,
-//! compiled here from its source, since the library is a cdylib without a Rust API; the module
-//! list follows `preload/src/lib.rs`, without `exports.rs` and `log.rs`, so this process's own
-//! `malloc` stays the system's): results aligned and sized as C requires, contents kept through
-//! `realloc`, `errno` and `EINVAL`/`ENOMEM` cases as documented, everything freed at the end.
+//! compiled here from its source; the module list follows `preload/src/lib.rs`, without
+//! `exports.rs`, `log.rs` and `cxx.rs`, so this process's own `malloc` stays the system's, and
+//! with the installer `export!()` would define): results aligned and sized as C requires,
+//! contents kept through `realloc`, `errno` and `EINVAL`/`ENOMEM` cases as documented,
+//! everything freed at the end.
 #![no_main]
 #![allow(dead_code)]
 
@@ -12,6 +13,8 @@ mod entry;
 mod env;
 #[path = "../../preload/src/init.rs"]
 mod init;
+#[path = "../../preload/src/installer.rs"]
+mod installer;
 #[path = "../../preload/src/line.rs"]
 mod line;
 #[path = "../../preload/src/log_line.rs"]
@@ -24,6 +27,14 @@ mod options;
 mod parse;
 #[path = "../../preload/src/select.rs"]
 mod select;
+
+/// The heap installer `export!()` defines in liballoclab.so: the selected heap.
+#[no_mangle]
+fn alloclab_preload_install(conf: &options::Conf) -> &'static select::Ops {
+    // SAFETY: `init.rs` calls it once per process, under its lock, and publishes the table
+    // with release ordering.
+    unsafe { installer::install_selected(conf) }
+}
 
 use arbitrary::{Arbitrary, Unstructured};
 use core::ffi::c_void;
