@@ -240,6 +240,27 @@ pub fn on_new_threads(
     })
 }
 
+/// The run of a workload whose threads each do an equal share of `units` of work with
+/// `worker(subject, share, seed)`, which returns the allocator calls it made: the whole run
+/// timed, the calls added up.
+pub fn timed_shares(
+    subject: &dyn Subject,
+    params: &super::Params,
+    units: u64,
+    worker: fn(&dyn Subject, u64, u64) -> Result<u64, String>,
+) -> Result<super::Outcome, String> {
+    let threads = params.threads.max(1);
+    let share = scaled(units, params.scale).div_ceil(threads as u64);
+    let start = std::time::Instant::now();
+    let ops = on_threads(threads, |t| {
+        worker(subject, share, thread_seed(params.seed, t))
+    })?;
+    Ok(super::Outcome {
+        ops,
+        elapsed: start.elapsed(),
+    })
+}
+
 /// `n` scaled by `scale`, at least 1.
 pub fn scaled(n: u64, scale: f64) -> u64 {
     ((n as f64 * scale).round() as u64).max(1)

@@ -4,11 +4,10 @@
 //! fills decides how many runs stay half full. Teardown order varies (as built, reversed,
 //! shuffled), and a few objects of each burst survive it.
 
-use super::block::{self, on_threads, scaled, thread_seed, Block};
+use super::block::{self, Block};
 use super::{Outcome, Params, Workload};
 use crate::rng::SplitMix64;
 use crate::subject::Subject;
-use std::time::Instant;
 
 /// Objects built at full size, over all threads.
 const OBJECTS: u64 = 2_000_000;
@@ -87,15 +86,6 @@ impl Workload for Bursts {
     }
 
     fn run(&self, subject: &dyn Subject, params: &Params) -> Result<Outcome, String> {
-        let threads = params.threads.max(1);
-        let per_thread = scaled(OBJECTS, params.scale).div_ceil(threads as u64);
-        let start = Instant::now();
-        let ops = on_threads(threads, |t| {
-            worker(subject, per_thread, thread_seed(params.seed, t))
-        })?;
-        Ok(Outcome {
-            ops,
-            elapsed: start.elapsed(),
-        })
+        block::timed_shares(subject, params, OBJECTS, worker)
     }
 }

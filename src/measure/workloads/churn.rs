@@ -3,11 +3,10 @@
 //! occasionally large (as allocation-size surveys of C and C++ programs find), and a few
 //! `calloc` and `memalign` calls among them.
 
-use super::block::{self, on_threads, scaled, thread_seed, Block};
+use super::block::{self, Block};
 use super::{Outcome, Params, Workload};
 use crate::rng::SplitMix64;
 use crate::subject::Subject;
-use std::time::Instant;
 
 /// Operations at full size, over all threads.
 const OPS: u64 = 3_000_000;
@@ -78,15 +77,6 @@ impl Workload for Churn {
     }
 
     fn run(&self, subject: &dyn Subject, params: &Params) -> Result<Outcome, String> {
-        let threads = params.threads.max(1);
-        let per_thread = scaled(OPS, params.scale).div_ceil(threads as u64);
-        let start = Instant::now();
-        let ops = on_threads(threads, |t| {
-            worker(subject, per_thread, thread_seed(params.seed, t))
-        })?;
-        Ok(Outcome {
-            ops,
-            elapsed: start.elapsed(),
-        })
+        block::timed_shares(subject, params, OPS, worker)
     }
 }

@@ -1,11 +1,10 @@
 //! Realloc growth: buffers grown step by step as strings and vectors are (by half again, or by
 //! a few bytes), sometimes shrunk, each step checking that the kept bytes moved with the block.
 
-use super::block::{self, on_threads, scaled, thread_seed};
+use super::block;
 use super::{Outcome, Params, Workload};
 use crate::rng::SplitMix64;
 use crate::subject::Subject;
-use std::time::Instant;
 
 /// Buffers grown at full size, over all threads.
 const BUFFERS: u64 = 20_000;
@@ -76,15 +75,6 @@ impl Workload for ReallocGrowth {
     }
 
     fn run(&self, subject: &dyn Subject, params: &Params) -> Result<Outcome, String> {
-        let threads = params.threads.max(1);
-        let per_thread = scaled(BUFFERS, params.scale).div_ceil(threads as u64);
-        let start = Instant::now();
-        let ops = on_threads(threads, |t| {
-            worker(subject, per_thread, thread_seed(params.seed, t))
-        })?;
-        Ok(Outcome {
-            ops,
-            elapsed: start.elapsed(),
-        })
+        block::timed_shares(subject, params, BUFFERS, worker)
     }
 }
