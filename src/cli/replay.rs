@@ -129,7 +129,7 @@ pub fn main(entries: &[SubjectEntry], args: &ReplayArgs) -> ExitCode {
     };
     let mut out = std::io::stdout().lock();
     let written = if args.json {
-        writeln!(out, "{}", replay::json(&source, &trace, &report))
+        writeln!(out, "{:#}", replay::json(&source, &trace, &report))
     } else {
         replay::write_text(&mut out, &source, &trace, &report)
     };

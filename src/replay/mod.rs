@@ -17,7 +17,6 @@
 //! One allocator per process: resident sizes are per process, so comparing allocators means
 //! one `alloclab replay` per allocator.
 
-pub mod json;
 mod output;
 pub mod rss;
 mod threads;

@@ -2,10 +2,10 @@
 //! exact, in text MiB). docs/ARCHITECTURE.md ("Statistics") defines every figure, among them
 //! the fragmentation: `1 - allocated / active`, a percentage here and a fraction in JSON.
 
-use super::json::Json;
 use super::{HeapStats, Report};
 use crate::trace::{Form, Func, Trace};
 use alloclab_core::size_class::class_size;
+use serde_json::{Map, Value as Json};
 use std::io::{self, Write};
 
 /// Where the replayed trace came from.
@@ -174,6 +174,16 @@ pub fn write_text(
     Ok(())
 }
 
+/// A JSON object from `(name, value)` pairs, in that order.
+fn object<const N: usize>(fields: [(&str, Json); N]) -> Json {
+    Json::Object(
+        fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect::<Map<String, Json>>(),
+    )
+}
+
 fn heap_json(h: &HeapStats) -> Vec<(String, Json)> {
     let fields = [
         ("mapped", h.mapped.into()),
@@ -190,14 +200,14 @@ fn heap_json(h: &HeapStats) -> Vec<(String, Json)> {
         .collect()
 }
 
-/// The report for machines (print it with `{}`).
+/// The report for machines (`{:#}` prints it indented).
 pub fn json(source: &Source<'_>, trace: &Trace, r: &Report) -> Json {
     let counts = trace.counts();
     let calls = Json::Object(
         Func::ALL
             .iter()
             .map(|f| (f.name().to_string(), counts[f.index()].into()))
-            .collect(),
+            .collect::<Map<String, Json>>(),
     );
     let bins: Vec<Json> = r
         .heap
@@ -206,7 +216,7 @@ pub fn json(source: &Source<'_>, trace: &Trace, r: &Report) -> Json {
         .flat_map(|bins| bins.iter().enumerate())
         .filter(|(_, b)| b.allocations > 0)
         .map(|(i, b)| {
-            Json::object([
+            object([
                 ("size", class_size(i).into()),
                 ("runs", b.runs.into()),
                 ("nonfull_runs", b.nonfull_runs.into()),
@@ -225,18 +235,18 @@ pub fn json(source: &Source<'_>, trace: &Trace, r: &Report) -> Json {
                 ("rss".to_string(), s.rss.into()),
             ];
             fields.extend(heap_json(&s.heap));
-            Json::Object(fields)
+            Json::Object(fields.into_iter().collect())
         })
         .collect();
     let pids: Vec<Json> = trace
         .pids
         .iter()
-        .map(|p| Json::object([("pid", p.pid.into()), ("lines", p.lines.into())]))
+        .map(|p| object([("pid", p.pid.into()), ("lines", p.lines.into())]))
         .collect();
-    Json::object([
+    object([
         (
             "trace",
-            Json::object([
+            object([
                 ("source", source.path.into()),
                 ("synthetic", source.synthetic.into()),
                 ("made_by", source.made_by.into()),
@@ -262,7 +272,7 @@ pub fn json(source: &Source<'_>, trace: &Trace, r: &Report) -> Json {
         ("calls_per_second", r.calls_per_second().into()),
         (
             "rss",
-            Json::object([
+            object([
                 ("baseline", r.rss.baseline.into()),
                 ("peak", r.rss.peak.into()),
                 ("end", r.rss.end.into()),
@@ -270,14 +280,17 @@ pub fn json(source: &Source<'_>, trace: &Trace, r: &Report) -> Json {
                 ("end_added", r.rss.end_added().into()),
             ]),
         ),
-        ("heap", Json::Object(heap_json(&r.heap))),
+        (
+            "heap",
+            Json::Object(heap_json(&r.heap).into_iter().collect()),
+        ),
         ("bins", bins.into()),
         ("snapshots", snapshots.into()),
         (
             "check",
             match &r.check {
-                Ok(()) => Json::object([("ok", true.into()), ("error", Json::Null)]),
-                Err(e) => Json::object([("ok", false.into()), ("error", e.as_str().into())]),
+                Ok(()) => object([("ok", true.into()), ("error", Json::Null)]),
+                Err(e) => object([("ok", false.into()), ("error", e.as_str().into())]),
             },
         ),
     ])
