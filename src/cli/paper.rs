@@ -3,16 +3,17 @@
 
 use super::compare::{all_workloads, write_outputs};
 use crate::measure::subjects::SubjectEntry;
-use crate::measure::{env, peers, runner};
+use crate::measure::schema::Results;
+use crate::measure::{env, peers, programs, runner};
 use crate::papers;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 /// Options of `alloclab paper`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PaperArgs {
-    /// The study: run-reuse-order or thread-arenas.
+    /// The study: run-reuse-order, thread-arenas, poisoning, sampling or debug-options.
     pub study: String,
     /// The CI-sized grid (fewer workloads, threads and rounds).
     #[arg(long)]
@@ -58,6 +59,9 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("paper-out").join(study.name));
+    if let Some(make) = study.programs {
+        return program_study(&study, make, grid, &out, args);
+    }
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => return fail(format!("cannot find the running binary: {e}")),
@@ -84,26 +88,109 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
     if let Err(e) = runner::validate(&opts, entries, &workloads) {
         return fail(e);
     }
-    let environment = env::capture(std::env::args().collect(), peers::versions());
-    let run = match runner::run(&opts, &workloads, environment) {
-        Ok(r) => r,
+    let mut failed = 0;
+    match pass(&study, &opts, &workloads, &out, args.latex, study.metrics) {
+        Ok(n) => failed += n,
         Err(e) => return fail(e),
-    };
-    if let Err(e) = write_outputs(&run.results, &out, args.latex) {
-        return fail(e);
     }
-    let answers = papers::answer(&study, &run.results);
-    let path = out.join("questions.md");
-    if let Err(e) = std::fs::write(&path, &answers) {
-        return fail(format!("{}: {e}", path.display()));
+    if let Some(counted) = &study.instructions {
+        // Callgrind's counts need no warm-up round, and callgrind runs one thread at a time,
+        // so more threads would add time and nothing else.
+        let dir = out.join("instructions");
+        let opts = runner::RunOptions {
+            workloads: counted.workloads.iter().map(|s| s.to_string()).collect(),
+            threads: vec![1],
+            reps: args.reps.unwrap_or(if args.quick {
+                counted.quick_reps
+            } else {
+                counted.full_reps
+            }),
+            warmup: 0,
+            scale: opts.scale * counted.scale,
+            instructions: true,
+            scratch: dir.join("callgrind"),
+            ..opts
+        };
+        if let Err(e) = runner::validate(&opts, entries, &workloads) {
+            return fail(e);
+        }
+        match pass(&study, &opts, &workloads, &dir, args.latex, counted.metrics) {
+            Ok(n) => failed += n,
+            Err(e) => return fail(e),
+        }
+        // Each child's callgrind file is read and removed; the emptied directory goes too.
+        let _ = std::fs::remove_dir(dir.join("callgrind"));
     }
-    eprintln!("wrote {}", path.display());
-    print!("{answers}");
-    if !run.results.failures.is_empty() {
+    if failed > 0 {
         return fail(format!(
-            "{} measurement(s) failed (listed in report.md)",
-            run.results.failures.len()
+            "{failed} measurement(s) failed (listed in report.md)"
         ));
     }
     ExitCode::SUCCESS
+}
+
+/// One compare run of `study` with `opts`: results and reports in `out`, and `questions.md`
+/// answered on `metrics` (also printed). Returns the number of failed measurements.
+fn pass(
+    study: &papers::Study,
+    opts: &runner::RunOptions,
+    workloads: &[Box<dyn crate::measure::workloads::Workload>],
+    out: &Path,
+    latex: bool,
+    metrics: &[&'static str],
+) -> Result<usize, String> {
+    let environment = env::capture(std::env::args().collect(), peers::versions());
+    let run = runner::run(opts, workloads, environment)?;
+    publish(study, &run.results, out, latex, metrics)
+}
+
+/// Writes `results`' reports and `questions.md` (answered on `metrics`, also printed) to
+/// `out`. Returns the number of failed measurements.
+fn publish(
+    study: &papers::Study,
+    results: &Results,
+    out: &Path,
+    latex: bool,
+    metrics: &[&'static str],
+) -> Result<usize, String> {
+    write_outputs(results, out, latex)?;
+    let answers = papers::answer(study, results, metrics);
+    let path = out.join("questions.md");
+    std::fs::write(&path, &answers).map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    print!("{answers}");
+    Ok(results.failures.len())
+}
+
+/// A study of whole programs: made in a scratch directory, run under each preload as
+/// `compare --programs` runs them.
+fn program_study(
+    study: &papers::Study,
+    make: papers::ProgramSet,
+    grid: &papers::Grid,
+    out: &Path,
+    args: &PaperArgs,
+) -> ExitCode {
+    let scratch =
+        std::env::temp_dir().join(format!("alloclab-{}-{}", study.name, std::process::id()));
+    let opts = programs::ProgramOptions {
+        reps: args.reps.unwrap_or(grid.reps),
+        seed: args.seed.unwrap_or_else(super::compare::clock_seed),
+        subjects: Some(study.subjects.iter().map(|s| s.to_string()).collect()),
+        baseline: study.baseline.to_string(),
+        quick: args.quick,
+        progress: !args.no_progress,
+    };
+    let ran = make(&scratch)
+        .and_then(|(programs, preloads)| programs::run_with(&programs, preloads, opts));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let results = match ran {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    match publish(study, &results, out, args.latex, study.metrics) {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(n) => fail(format!("{n} measurement(s) failed (listed in report.md)")),
+        Err(e) => fail(e),
+    }
 }

@@ -36,27 +36,40 @@ pub struct ProgramOptions {
 
 /// One allocator for a program: a library to preload (none for glibc) and its environment.
 #[derive(Clone, Debug)]
-struct Preload {
-    name: String,
-    describe: String,
-    library: Option<PathBuf>,
-    env: Vec<(String, String)>,
+pub struct Preload {
+    /// The subject's name.
+    pub name: String,
+    /// What it is, for the report.
+    pub describe: String,
+    /// The library to preload (`None`: glibc's malloc).
+    pub library: Option<PathBuf>,
+    /// Its environment (`ALLOCLAB_CONF`).
+    pub env: Vec<(String, String)>,
 }
 
 /// One program run: what to start and what it is fed.
-struct Program {
-    name: &'static str,
-    binary: &'static str,
-    args: Vec<String>,
-    env: Vec<(&'static str, &'static str)>,
+pub struct Program {
+    /// The workload's name is `program:NAME`.
+    pub name: String,
+    /// The executable.
+    pub binary: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Its environment.
+    pub env: Vec<(&'static str, &'static str)>,
+    /// Whether it writes its own `VmHWM:` line (from `/proc/self/status`) to stderr at exit,
+    /// which is then its peak resident size. `wait4`'s maximum cannot be: the kernel starts a
+    /// new program's maximum at the resident size of the process that exec'd it, here the
+    /// measuring binary (several MiB), which hides the size of a small program.
+    pub reports_hwm: bool,
 }
 
 fn programs(quick: bool) -> Vec<Program> {
     let n = if quick { 20_000 } else { 200_000 };
     vec![
         Program {
-            name: "python3",
-            binary: "/usr/bin/python3",
+            name: "python3".into(),
+            binary: "/usr/bin/python3".into(),
             args: vec![
                 "-s".into(),
                 "-B".into(),
@@ -68,10 +81,11 @@ fn programs(quick: bool) -> Vec<Program> {
             ],
             // Python's own small-object allocator would hide the malloc under test.
             env: vec![("PYTHONMALLOC", "malloc")],
+            reports_hwm: false,
         },
         Program {
-            name: "lua5.4",
-            binary: "/usr/bin/lua5.4",
+            name: "lua5.4".into(),
+            binary: "/usr/bin/lua5.4".into(),
             args: vec![
                 "-e".into(),
                 format!(
@@ -80,10 +94,11 @@ fn programs(quick: bool) -> Vec<Program> {
                 ),
             ],
             env: vec![],
+            reports_hwm: false,
         },
         Program {
-            name: "sqlite3",
-            binary: "/usr/bin/sqlite3",
+            name: "sqlite3".into(),
+            binary: "/usr/bin/sqlite3".into(),
             args: vec![
                 ":memory:".into(),
                 format!(
@@ -92,10 +107,11 @@ fn programs(quick: bool) -> Vec<Program> {
                 ),
             ],
             env: vec![],
+            reports_hwm: false,
         },
         Program {
-            name: "perl",
-            binary: "/usr/bin/perl",
+            name: "perl".into(),
+            binary: "/usr/bin/perl".into(),
             args: vec![
                 "-e".into(),
                 format!(
@@ -104,13 +120,14 @@ fn programs(quick: bool) -> Vec<Program> {
                 ),
             ],
             env: vec![],
+            reports_hwm: false,
         },
     ]
 }
 
 /// liballoclab.so: next to the running binary (target/release/ when built with
 /// `cargo build --release -p alloclab-preload`), or named by `ALLOCLAB_SO`.
-fn liballoclab() -> Option<PathBuf> {
+pub fn liballoclab() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("ALLOCLAB_SO") {
         return Some(PathBuf::from(p));
     }
@@ -124,7 +141,8 @@ fn liballoclab() -> Option<PathBuf> {
     .find(|p| p.exists())
 }
 
-fn preloads(entries: &[SubjectEntry]) -> Vec<Preload> {
+/// glibc (no preload), then each of Debian's allocators that is installed.
+pub fn peer_preloads() -> Vec<Preload> {
     let mut out = vec![Preload {
         name: "system".into(),
         describe: "glibc malloc (no preload)".into(),
@@ -146,6 +164,11 @@ fn preloads(entries: &[SubjectEntry]) -> Vec<Preload> {
             });
         }
     }
+    out
+}
+
+fn preloads(entries: &[SubjectEntry]) -> Vec<Preload> {
+    let mut out = peer_preloads();
     if let Some(so) = liballoclab() {
         // Only built-in configs: liballoclab.so knows no registered config.
         for name in alloclab_policies::configs::NAMES {
@@ -171,7 +194,7 @@ struct Ran {
 }
 
 fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, String> {
-    let mut cmd = Command::new(program.binary);
+    let mut cmd = Command::new(&program.binary);
     cmd.args(&program.args)
         .envs(program.env.iter().copied())
         .envs(preload.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -185,7 +208,7 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
     let start = Instant::now();
     let mut child = cmd
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", program.binary))?;
+        .map_err(|e| format!("cannot start {}: {e}", program.binary.display()))?;
     let pid = child.id() as libc::pid_t;
     let mut out = child.stdout.take().expect("piped");
     let mut err = child.stderr.take().expect("piped");
@@ -213,6 +236,13 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
         ));
     }
     let rss = max_rss_bytes(&usage);
+    let peak_rss = if program.reports_hwm {
+        Some(reported_hwm(&stderr).ok_or_else(|| {
+            format!("no `VmHWM: N kB` line on stderr: {}", tail(&stderr, 200))
+        })?)
+    } else {
+        Some(rss)
+    };
     Ok(Ran {
         stdout,
         metrics: Metrics {
@@ -221,7 +251,7 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
             sys: timeval(usage.ru_stime),
             ops: 0,
             ops_per_sec: 0.0,
-            peak_rss: Some(rss),
+            peak_rss,
             final_rss: None,
             max_rss_process: Some(rss),
             heap: None,
@@ -230,10 +260,37 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
     })
 }
 
+/// The bytes of the last `VmHWM:  N kB` line in `stderr`.
+fn reported_hwm(stderr: &str) -> Option<u64> {
+    let line = stderr.lines().rev().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line["VmHWM:".len()..]
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
 /// Runs every program under every preload; results in the same schema as `compare`
 /// (workloads are named `program:NAME`).
 pub fn run_programs(entries: &[SubjectEntry], opts: ProgramOptions) -> Result<Results, String> {
-    let mut preloads = preloads(entries);
+    let programs: Vec<Program> = programs(opts.quick)
+        .into_iter()
+        .filter(|p| p.binary.exists())
+        .collect();
+    if programs.is_empty() {
+        return Err("none of python3, lua5.4, sqlite3, perl is installed".into());
+    }
+    run_with(&programs, preloads(entries), opts)
+}
+
+/// Runs `programs` under `preloads` (those `opts.subjects` keeps); results as `run_programs`.
+pub fn run_with(
+    programs: &[Program],
+    mut preloads: Vec<Preload>,
+    opts: ProgramOptions,
+) -> Result<Results, String> {
     if let Some(keep) = &opts.subjects {
         for k in keep {
             if !preloads.iter().any(|p| &p.name == k) {
@@ -253,16 +310,12 @@ pub fn run_programs(entries: &[SubjectEntry], opts: ProgramOptions) -> Result<Re
             opts.baseline
         ));
     }
-    let programs: Vec<Program> = programs(opts.quick)
-        .into_iter()
-        .filter(|p| Path::new(p.binary).exists())
-        .collect();
     if programs.is_empty() {
-        return Err("none of python3, lua5.4, sqlite3, perl is installed".into());
+        return Err("no programs to run".into());
     }
     // The reference output of each program: its glibc run.
     let mut expected = Vec::new();
-    for p in &programs {
+    for p in programs {
         let r = run_one(p, &preloads[0], 0).map_err(|e| format!("{} under glibc: {e}", p.name))?;
         expected.push(r.stdout);
     }
@@ -344,4 +397,19 @@ pub fn run_programs(entries: &[SubjectEntry], opts: ProgramOptions) -> Result<Re
         measurements,
         failures,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reported_hwm;
+
+    #[test]
+    fn reads_the_last_vmhwm_line() {
+        assert_eq!(
+            reported_hwm("x\nVmHWM:\t  1200 kB\nVmHWM:\t  1316 kB\n"),
+            Some(1316 * 1024)
+        );
+        assert_eq!(reported_hwm("VmRSS:\t 12 kB\n"), None);
+        assert_eq!(reported_hwm("VmHWM: twelve kB\n"), None);
+    }
 }

@@ -87,5 +87,7 @@ pub fn study() -> Study {
             },
         ],
         metrics: &["wall", "peak_rss"],
+        instructions: None,
+        programs: None,
     }
 }

@@ -80,5 +80,7 @@ pub fn study() -> Study {
             },
         ],
         metrics: &["wall"],
+        instructions: None,
+        programs: None,
     }
 }
