@@ -12,7 +12,7 @@ use std::time::Duration;
 /// Options of `alloclab paper`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PaperArgs {
-    /// The study: run-reuse-order or thread-arenas.
+    /// The study: run-reuse-order, run-reuse-tcache or thread-arenas.
     pub study: String,
     /// The CI-sized grid (fewer workloads, threads and rounds).
     #[arg(long)]

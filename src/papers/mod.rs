@@ -11,6 +11,7 @@
 
 mod questions;
 mod run_reuse_order;
+mod run_reuse_tcache;
 mod thread_arenas;
 
 pub use questions::answer;
@@ -66,7 +67,11 @@ pub struct Study {
 
 /// Every study.
 pub fn all() -> Vec<Study> {
-    vec![run_reuse_order::study(), thread_arenas::study()]
+    vec![
+        run_reuse_order::study(),
+        run_reuse_tcache::study(),
+        thread_arenas::study(),
+    ]
 }
 
 /// The study named `name`.
