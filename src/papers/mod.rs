@@ -83,3 +83,45 @@ pub fn find(name: &str) -> Option<Study> {
 pub fn variants() -> Vec<SubjectEntry> {
     all().iter().flat_map(|s| (s.variants)()).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::subjects::named_configs;
+
+    /// Peers a study may name (present when the build has them).
+    const PEERS: &[&str] = &["system", "jemalloc", "mimalloc", "snmalloc", "rpmalloc"];
+
+    #[test]
+    fn every_study_names_subjects_that_exist() {
+        let mut known: Vec<String> = named_configs().into_iter().map(|e| e.name).collect();
+        known.extend(variants().into_iter().map(|e| e.name));
+        for study in all() {
+            assert!(find(study.name).is_some());
+            assert!(study.subjects.contains(&study.baseline), "{}", study.name);
+            for s in study.subjects {
+                assert!(
+                    PEERS.contains(s) || known.iter().any(|k| k == s),
+                    "{}: unknown subject {s}",
+                    study.name
+                );
+            }
+            for q in study.questions {
+                assert!(study.subjects.contains(&q.subject), "{}", q.text);
+                assert!(study.subjects.contains(&q.reference), "{}", q.text);
+            }
+        }
+    }
+
+    #[test]
+    fn variant_names_are_unique() {
+        let names: Vec<String> = variants().into_iter().map(|e| e.name).collect();
+        for (i, n) in names.iter().enumerate() {
+            assert!(!names[i + 1..].contains(n), "variant {n} defined twice");
+            assert!(
+                !named_configs().iter().any(|e| &e.name == n),
+                "variant {n} shadows a named config"
+            );
+        }
+    }
+}
