@@ -151,8 +151,8 @@ enum Command {
     Report(compare::ReportArgs),
     /// Combine the results of `compare --shard i/n` runs into one.
     Merge(compare::MergeArgs),
-    /// Reproduce a study of papers/ with one command (run-reuse-order, thread-arenas,
-    /// poisoning, sampling, debug-options).
+    /// Reproduce a study of papers/ with one command (run-reuse-order, run-reuse-tcache,
+    /// thread-arenas, poisoning, sampling, debug-options).
     Paper(paper::PaperArgs),
     /// One measurement in a fresh process (run by `compare`; prints one JSON line).
     #[command(name = "measure-child", hide = true)]

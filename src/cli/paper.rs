@@ -13,7 +13,8 @@ use std::time::Duration;
 /// Options of `alloclab paper`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PaperArgs {
-    /// The study: run-reuse-order, thread-arenas, poisoning, sampling or debug-options.
+    /// The study: run-reuse-order, run-reuse-tcache, thread-arenas, poisoning, sampling or
+    /// debug-options.
     pub study: String,
     /// The CI-sized grid (fewer workloads, threads and rounds).
     #[arg(long)]

@@ -14,6 +14,7 @@ mod debug_options;
 mod poisoning;
 mod questions;
 mod run_reuse_order;
+mod run_reuse_tcache;
 mod sampling;
 mod thread_arenas;
 
@@ -101,6 +102,7 @@ pub struct InstructionPass {
 pub fn all() -> Vec<Study> {
     vec![
         run_reuse_order::study(),
+        run_reuse_tcache::study(),
         thread_arenas::study(),
         poisoning::study(),
         sampling::study(),
