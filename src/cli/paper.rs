@@ -2,8 +2,8 @@
 //! the reports, and `questions.md` with the study's head-to-head answers.
 
 use super::compare::{all_workloads, write_outputs};
-use crate::measure::subjects::SubjectEntry;
 use crate::measure::schema::Results;
+use crate::measure::subjects::SubjectEntry;
 use crate::measure::{env, peers, programs, runner};
 use crate::papers;
 use std::path::{Path, PathBuf};

@@ -236,13 +236,14 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
         ));
     }
     let rss = max_rss_bytes(&usage);
-    let peak_rss = if program.reports_hwm {
-        Some(reported_hwm(&stderr).ok_or_else(|| {
-            format!("no `VmHWM: N kB` line on stderr: {}", tail(&stderr, 200))
-        })?)
-    } else {
-        Some(rss)
-    };
+    let peak_rss =
+        if program.reports_hwm {
+            Some(reported_hwm(&stderr).ok_or_else(|| {
+                format!("no `VmHWM: N kB` line on stderr: {}", tail(&stderr, 200))
+            })?)
+        } else {
+            Some(rss)
+        };
     Ok(Ran {
         stdout,
         metrics: Metrics {

@@ -69,7 +69,10 @@ fn programs(dir: &Path) -> Result<(Vec<Program>, Vec<Preload>), String> {
         .status()
         .map_err(|e| format!("cannot run the C compiler `cc`: {e}"))?;
     if !status.success() {
-        return Err(format!("cc could not compile {}: {status}", source.display()));
+        return Err(format!(
+            "cc could not compile {}: {status}",
+            source.display()
+        ));
     }
     let mut preloads = peer_preloads();
     for (name, conf) in ALLOCLAB {
