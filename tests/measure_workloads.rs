@@ -3,8 +3,9 @@
 //! and one that fails an allocation now and then.
 
 use alloclab::configs::Mrf;
+use alloclab::measure::builtin_subjects as builtin;
 use alloclab::measure::peers;
-use alloclab::measure::subjects::{builtin, SubjectKind};
+use alloclab::measure::subjects::SubjectKind;
 use alloclab::measure::workloads::{self, Params, Workload};
 use alloclab::subject::{HeapStats, Subject};
 use alloclab::Heap;

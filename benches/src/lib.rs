@@ -14,7 +14,7 @@ pub use alloclab::subject::Subject;
 /// Every alloclab named config, then the peers (glibc, jemalloc, mimalloc, snmalloc,
 /// rpmalloc), each made fresh.
 pub fn subjects() -> Vec<Box<dyn Subject>> {
-    alloclab::measure::subjects::builtin()
+    alloclab::measure::builtin_subjects()
         .iter()
         .map(|e| (e.make)())
         .collect()

@@ -24,7 +24,7 @@ mod paper;
 mod replay;
 mod tour;
 
-use crate::measure::subjects::{self, SubjectEntry};
+use crate::measure::subjects::SubjectEntry;
 use alloclab_core::Config;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -40,7 +40,7 @@ impl Registry {
     /// alloclab's named configs and the peers.
     pub fn builtin() -> Registry {
         Registry {
-            entries: subjects::builtin(),
+            entries: crate::measure::builtin_subjects(),
         }
     }
 

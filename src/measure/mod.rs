@@ -32,3 +32,11 @@ pub mod subjects;
 #[cfg(test)]
 mod test_fixture;
 pub mod workloads;
+
+/// Every subject this build knows: the alloclab named configs, then the peers. (Here rather
+/// than in `subjects`, which `peers` builds on, so that neither file imports the other.)
+pub fn builtin_subjects() -> Vec<subjects::SubjectEntry> {
+    let mut v = subjects::named_configs();
+    v.extend(peers::entries());
+    v
+}

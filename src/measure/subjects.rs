@@ -51,10 +51,3 @@ pub fn named_configs() -> Vec<SubjectEntry> {
         .into_iter()
         .collect()
 }
-
-/// Every subject this build knows: the alloclab named configs, then the peers.
-pub fn builtin() -> Vec<SubjectEntry> {
-    let mut v = named_configs();
-    v.extend(super::peers::entries());
-    v
-}

@@ -123,7 +123,7 @@ pub fn variants() -> Vec<SubjectEntry> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::subjects::builtin;
+    use crate::measure::builtin_subjects as builtin;
 
     #[test]
     fn every_study_names_subjects_and_metrics_that_exist() {

@@ -3,7 +3,8 @@
 //! `cargo bench --bench compare`. Process-level comparisons with statistics (resident sizes,
 //! confidence intervals, verdicts) are `cargo run --release -- compare --subjects ...`.
 
-use alloclab::measure::subjects::{builtin, SubjectEntry};
+use alloclab::measure::builtin_subjects as builtin;
+use alloclab::measure::subjects::SubjectEntry;
 use alloclab::subject::Subject;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -27,7 +28,9 @@ fn churn(s: &dyn Subject, size: usize, n: usize, blocks: &mut Vec<*mut u8>) {
 }
 
 fn bench(c: &mut Criterion) {
-    let mut entries = vec![SubjectEntry::alloclab::<policy_template::ChunkLifoConfig>("chunk-lifo")];
+    let mut entries = vec![SubjectEntry::alloclab::<policy_template::ChunkLifoConfig>(
+        "chunk-lifo",
+    )];
     entries.extend(builtin());
     let mut group = c.benchmark_group("churn-64B-x1000");
     group.throughput(Throughput::Elements(2500));

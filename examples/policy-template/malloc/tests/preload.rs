@@ -10,14 +10,24 @@ fn library() -> PathBuf {
     let profile_dir = exe.parent().and_then(|p| p.parent()).unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", "policy-template-malloc", "--target-dir"])
-        .arg(profile_dir.parent().unwrap())
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "policy-template-malloc",
+        "--target-dir",
+    ])
+    .arg(profile_dir.parent().unwrap())
+    .current_dir(env!("CARGO_MANIFEST_DIR"));
     if profile_dir.ends_with("release") {
         cmd.arg("--release");
     }
     let out = cmd.output().expect("run cargo");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let so = profile_dir.join("libchunklifo.so");
     assert!(so.is_file(), "{} was not built", so.display());
     so
@@ -45,8 +55,15 @@ fn sort_runs_on_the_template_heap() {
         .collect();
     let glibc = sort(None, &input);
     let ours = sort(Some(&so), &input);
-    assert!(ours.status.success(), "{}", String::from_utf8_lossy(&ours.stderr));
-    assert_eq!(ours.stdout, glibc.stdout, "sort's output differs from glibc's run");
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    assert_eq!(
+        ours.stdout, glibc.stdout,
+        "sort's output differs from glibc's run"
+    );
     let stats = String::from_utf8_lossy(&ours.stderr);
     assert!(
         stats.contains("config chunk-lifo: reuse chunk-lifo, arenas thread"),
