@@ -3,7 +3,7 @@
 
 use crate::measure::child::{self, ChildArgs};
 use crate::measure::runner::{self, RunOptions, Shard};
-use crate::measure::schema::Results;
+use crate::measure::schema::{Plan, Results};
 use crate::measure::subjects::SubjectEntry;
 use crate::measure::workloads::{self, Workload};
 use crate::measure::{env, merge, peers, pilot, programs, report};
@@ -181,16 +181,19 @@ pub fn options(
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find the running binary to re-execute: {e}"))?;
     let opts = RunOptions {
-        subjects,
-        workloads: workload_names,
-        threads,
-        reps,
-        warmup: args.warmup,
-        baseline: args.baseline.clone(),
-        seed: args.seed.unwrap_or_else(clock_seed),
-        scale,
-        quick: args.quick,
-        instructions: args.instructions,
+        plan: Plan {
+            subjects,
+            workloads: workload_names,
+            threads,
+            reps,
+            warmup: args.warmup,
+            baseline: args.baseline.clone(),
+            seed: args.seed.unwrap_or_else(clock_seed),
+            scale,
+            quick: args.quick,
+            instructions: args.instructions,
+            shards: Vec::new(),
+        },
         shard: args.shard,
         iterations: if args.pilot {
             args.pilot_iterations.max(3)
@@ -203,12 +206,12 @@ pub fn options(
         scratch: args.out.join("callgrind"),
     };
     runner::validate(&opts, entries, workloads)?;
-    if !opts.subjects.contains(&args.baseline) {
+    if !opts.plan.subjects.contains(&args.baseline) {
         return Err(format!(
             "the baseline `{}` is not among the subjects ({}); name it in --subjects or pick \
              another with --baseline",
             args.baseline,
-            opts.subjects.join(", ")
+            opts.plan.subjects.join(", ")
         ));
     }
     Ok(opts)

@@ -2,7 +2,7 @@
 //! the reports, and `questions.md` with the study's head-to-head answers.
 
 use super::compare::{all_workloads, write_outputs};
-use crate::measure::schema::Results;
+use crate::measure::schema::{Plan, Results};
 use crate::measure::subjects::SubjectEntry;
 use crate::measure::{env, peers, programs, runner};
 use crate::papers;
@@ -68,16 +68,19 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
         Err(e) => return fail(format!("cannot find the running binary: {e}")),
     };
     let opts = runner::RunOptions {
-        subjects: study.subjects.iter().map(|s| s.to_string()).collect(),
-        workloads: grid.workloads.iter().map(|s| s.to_string()).collect(),
-        threads: grid.threads.clone(),
-        reps: args.reps.unwrap_or(grid.reps),
-        warmup: 1,
-        baseline: study.baseline.to_string(),
-        seed: args.seed.unwrap_or_else(super::compare::clock_seed),
-        scale: grid.scale,
-        quick: args.quick,
-        instructions: false,
+        plan: Plan {
+            subjects: study.subjects.iter().map(|s| s.to_string()).collect(),
+            workloads: grid.workloads.iter().map(|s| s.to_string()).collect(),
+            threads: grid.threads.clone(),
+            reps: args.reps.unwrap_or(grid.reps),
+            warmup: 1,
+            baseline: study.baseline.to_string(),
+            seed: args.seed.unwrap_or_else(super::compare::clock_seed),
+            scale: grid.scale,
+            quick: args.quick,
+            instructions: false,
+            shards: Vec::new(),
+        },
         shard: None,
         iterations: 1,
         exe,
@@ -99,16 +102,19 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
         // so more threads would add time and nothing else.
         let dir = out.join("instructions");
         let opts = runner::RunOptions {
-            workloads: counted.workloads.iter().map(|s| s.to_string()).collect(),
-            threads: vec![1],
-            reps: args.reps.unwrap_or(if args.quick {
-                counted.quick_reps
-            } else {
-                counted.full_reps
-            }),
-            warmup: 0,
-            scale: opts.scale * counted.scale,
-            instructions: true,
+            plan: Plan {
+                workloads: counted.workloads.iter().map(|s| s.to_string()).collect(),
+                threads: vec![1],
+                reps: args.reps.unwrap_or(if args.quick {
+                    counted.quick_reps
+                } else {
+                    counted.full_reps
+                }),
+                warmup: 0,
+                scale: opts.plan.scale * counted.scale,
+                instructions: true,
+                ..opts.plan
+            },
             scratch: dir.join("callgrind"),
             ..opts
         };

@@ -8,7 +8,6 @@ use super::child::{describe_status, exited_zero, max_rss_bytes, tail, timeval, w
 use super::runner::{schedule, Shard};
 use super::schema::{Failure, Measurement, Metrics, Plan, Results, SCHEMA_VERSION};
 use super::subjects::{SubjectEntry, SubjectKind};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -325,16 +324,7 @@ pub fn run_with(
         .collect();
     let warmup = 1;
     let slots = schedule(cells.len(), warmup + opts.reps, opts.seed, None::<Shard>);
-    let bar = if opts.progress {
-        ProgressBar::new(slots.len() as u64)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} (ETA {eta}) {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
+    let bar = super::runner::progress_bar(slots.len(), opts.progress);
     let mut measurements = Vec::new();
     let mut failures = Vec::new();
     for slot in &slots {

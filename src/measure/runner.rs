@@ -56,29 +56,12 @@ impl std::fmt::Display for Shard {
     }
 }
 
-/// A whole `compare` run.
+/// A whole `compare` run: what results.json records as its plan, and how to carry it out.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
-    /// Subject names, in report order.
-    pub subjects: Vec<String>,
-    /// Workload names, in report order.
-    pub workloads: Vec<String>,
-    /// Thread counts for threaded workloads.
-    pub threads: Vec<usize>,
-    /// Measured rounds.
-    pub reps: usize,
-    /// Warm-up rounds (run first, recorded, left out of the analysis).
-    pub warmup: usize,
-    /// The subject ratios are taken against.
-    pub baseline: String,
-    /// Seed of the shuffles, the paddings and the workloads.
-    pub seed: u64,
-    /// Amount of work relative to the full workloads.
-    pub scale: f64,
-    /// Whether this is the quick grid.
-    pub quick: bool,
-    /// Count instructions and cache misses under callgrind.
-    pub instructions: bool,
+    /// Subjects, workloads, threads, rounds, baseline, seed, scale (`plan.shards` is filled
+    /// from `shard` when the results are written).
+    pub plan: Plan,
     /// Run only this slice of the schedule.
     pub shard: Option<Shard>,
     /// Runs of the workload inside each process (1 except in pilot mode).
@@ -121,18 +104,18 @@ pub struct Slot {
 /// ignore threads), then subjects.
 pub fn cells(opts: &RunOptions, workloads: &[Box<dyn Workload>]) -> Result<Vec<Cell>, String> {
     let mut out = Vec::new();
-    for w in &opts.workloads {
+    for w in &opts.plan.workloads {
         let workload = workloads
             .iter()
             .find(|x| x.name() == w)
             .ok_or_else(|| format!("unknown workload `{w}`"))?;
         let threads: Vec<usize> = if workload.threaded() {
-            opts.threads.clone()
+            opts.plan.threads.clone()
         } else {
             vec![1]
         };
         for &t in &threads {
-            for s in &opts.subjects {
+            for s in &opts.plan.subjects {
                 out.push(Cell {
                     subject: s.clone(),
                     workload: w.clone(),
@@ -184,7 +167,7 @@ pub fn validate(
     entries: &[SubjectEntry],
     workloads: &[Box<dyn Workload>],
 ) -> Result<(), String> {
-    for s in &opts.subjects {
+    for s in &opts.plan.subjects {
         if !entries.iter().any(|e| &e.name == s) {
             let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
             return Err(format!(
@@ -193,7 +176,7 @@ pub fn validate(
             ));
         }
     }
-    for w in &opts.workloads {
+    for w in &opts.plan.workloads {
         if !workloads.iter().any(|x| x.name() == w) {
             let names: Vec<&str> = workloads.iter().map(|x| x.name()).collect();
             return Err(format!(
@@ -202,32 +185,39 @@ pub fn validate(
             ));
         }
     }
-    if opts.subjects.is_empty() || opts.workloads.is_empty() {
+    if opts.plan.subjects.is_empty() || opts.plan.workloads.is_empty() {
         return Err("nothing to measure: no subjects or no workloads".into());
     }
-    if opts.reps == 0 {
+    if opts.plan.reps == 0 {
         return Err("--reps must be at least 1".into());
     }
-    if opts.threads.is_empty() || opts.threads.contains(&0) {
+    if opts.plan.threads.is_empty() || opts.plan.threads.contains(&0) {
         return Err("--threads needs counts of at least 1".into());
     }
     Ok(())
 }
 
+/// The bar `compare` and `compare --programs` draw on standard error over `len` measurements
+/// (hidden unless `show`): elapsed time, progress, time left, and what runs now.
+pub fn progress_bar(len: usize, show: bool) -> ProgressBar {
+    let bar = if show {
+        ProgressBar::new(len as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} (ETA {eta}) {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar
+}
+
 /// The plan as recorded in results.json.
 pub fn plan(opts: &RunOptions) -> Plan {
     Plan {
-        subjects: opts.subjects.clone(),
-        workloads: opts.workloads.clone(),
-        threads: opts.threads.clone(),
-        reps: opts.reps,
-        warmup: opts.warmup,
-        baseline: opts.baseline.clone(),
-        seed: opts.seed,
-        scale: opts.scale,
-        quick: opts.quick,
-        instructions: opts.instructions,
         shards: opts.shard.map(|s| vec![s.to_string()]).unwrap_or_default(),
+        ..opts.plan.clone()
     }
 }
 
@@ -250,31 +240,27 @@ pub fn run(
     environment: super::schema::Environment,
 ) -> Result<Run, String> {
     let cells = cells(opts, workloads)?;
-    let slots = schedule(cells.len(), opts.warmup + opts.reps, opts.seed, opts.shard);
-    let callgrind_dir = if opts.instructions {
+    let slots = schedule(
+        cells.len(),
+        opts.plan.warmup + opts.plan.reps,
+        opts.plan.seed,
+        opts.shard,
+    );
+    let callgrind_dir = if opts.plan.instructions {
         std::fs::create_dir_all(&opts.scratch)
             .map_err(|e| format!("{}: {e}", opts.scratch.display()))?;
         Some(opts.scratch.clone())
     } else {
         None
     };
-    let bar = if opts.progress {
-        ProgressBar::new(slots.len() as u64)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} (ETA {eta}) {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
+    let bar = progress_bar(slots.len(), opts.progress);
     let mut measurements = Vec::with_capacity(slots.len());
     let mut walls = Vec::with_capacity(slots.len());
     let mut process_walls = Vec::with_capacity(slots.len());
     let mut failures = Vec::new();
     for slot in &slots {
         let cell = &cells[slot.cell];
-        let warmup = slot.round < opts.warmup;
+        let warmup = slot.round < opts.plan.warmup;
         bar.set_message(format!(
             "round {}{}: {} on {} x{}",
             slot.round,
@@ -289,8 +275,8 @@ pub fn run(
                 subject: cell.subject.clone(),
                 workload: cell.workload.clone(),
                 threads: cell.threads,
-                scale: opts.scale,
-                seed: opts.seed,
+                scale: opts.plan.scale,
+                seed: opts.plan.seed,
                 iterations: opts.iterations,
             },
             env_pad: slot.env_pad,

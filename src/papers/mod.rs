@@ -98,6 +98,21 @@ pub struct InstructionPass {
     pub quick_reps: usize,
 }
 
+/// Every bundled trace, each replayed without and with touching the memory: the full grid of
+/// the run-reuse studies.
+pub const REPLAYS: &[&str] = &[
+    "replay-python3-stdlib-notouch",
+    "replay-python3-stdlib-touch",
+    "replay-lua5.4-notouch",
+    "replay-lua5.4-touch",
+    "replay-sqlite3-notouch",
+    "replay-sqlite3-touch",
+    "replay-gcc-cc1-notouch",
+    "replay-gcc-cc1-touch",
+    "replay-synthetic-bursts-notouch",
+    "replay-synthetic-bursts-touch",
+];
+
 /// Every study.
 pub fn all() -> Vec<Study> {
     vec![

@@ -16,20 +16,6 @@ fn variants() -> Vec<SubjectEntry> {
     vec![SubjectEntry::alloclab::<LifoCurrent>("lifo-current")]
 }
 
-/// Every bundled trace, each replayed without and with touching the memory.
-const FULL_WORKLOADS: &[&str] = &[
-    "replay-python3-stdlib-notouch",
-    "replay-python3-stdlib-touch",
-    "replay-lua5.4-notouch",
-    "replay-lua5.4-touch",
-    "replay-sqlite3-notouch",
-    "replay-sqlite3-touch",
-    "replay-gcc-cc1-notouch",
-    "replay-gcc-cc1-touch",
-    "replay-synthetic-bursts-notouch",
-    "replay-synthetic-bursts-touch",
-];
-
 /// The study.
 pub fn study() -> Study {
     Study {
@@ -48,7 +34,7 @@ pub fn study() -> Study {
         ],
         baseline: "lifo",
         full: Grid {
-            workloads: FULL_WORKLOADS.to_vec(),
+            workloads: super::REPLAYS.to_vec(),
             threads: vec![1],
             reps: 10,
             scale: 1.0,

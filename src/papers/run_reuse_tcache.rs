@@ -31,23 +31,6 @@ fn variants() -> Vec<SubjectEntry> {
     ]
 }
 
-/// Every bundled trace, each replayed without and with touching the memory, and the threaded
-/// workloads.
-const FULL_WORKLOADS: &[&str] = &[
-    "replay-python3-stdlib-notouch",
-    "replay-python3-stdlib-touch",
-    "replay-lua5.4-notouch",
-    "replay-lua5.4-touch",
-    "replay-sqlite3-notouch",
-    "replay-sqlite3-touch",
-    "replay-gcc-cc1-notouch",
-    "replay-gcc-cc1-touch",
-    "replay-synthetic-bursts-notouch",
-    "replay-synthetic-bursts-touch",
-    "larson",
-    "producer-consumer",
-];
-
 /// Does the cache change this order? (one question per order)
 const CACHE_QUESTIONS: [Question; 5] = [
     Question {
@@ -133,7 +116,11 @@ pub fn study() -> Study {
         ],
         baseline: "lifo-tcache",
         full: Grid {
-            workloads: FULL_WORKLOADS.to_vec(),
+            workloads: super::REPLAYS
+                .iter()
+                .copied()
+                .chain(["larson", "producer-consumer"])
+                .collect(),
             threads: vec![1, 2, 4],
             reps: 10,
             scale: 1.0,
