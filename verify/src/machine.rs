@@ -302,11 +302,16 @@ pub fn as_test<C: Config, M: ReuseModel>(ops: &[Op], finding: &Finding) -> Strin
         t.push_str(&format!("    use {i};\n"));
     }
     t.push_str(&format!("    // Fails with: {finding}\n    let ops = [\n"));
-    for op in ops {
-        t.push_str(&format!("        Op::{op:?},\n"));
+    // Runs of one operation are written once with their count, so that a long run of equal
+    // allocations stays one line of the test.
+    let mut rest = ops;
+    while let Some(op) = rest.first() {
+        let n = rest.iter().take_while(|o| *o == op).count();
+        t.push_str(&format!("        vec![Op::{op:?}; {n}],\n"));
+        rest = &rest[n..];
     }
     t.push_str(&format!(
-        "    ];\n    Harness::<{}, {}>::run(&ops).unwrap();\n}}\n",
+        "    ]\n    .concat();\n    Harness::<{}, {}>::run(&ops).unwrap();\n}}\n",
         short_type_name(config),
         short_type_name(model),
     ));

@@ -286,57 +286,14 @@ fn counterexample() {
     use alloclab_verify::Op;
     use alloclab_verify::Unmodeled;
     // Fails with: step 10: Invariants(UnusablePick): arena 0: bin 27 (448 B): run 0 at 0x7f8017a02000: run-reuse policy picked this run, which is full or of another bin
-    let ops = [
+    let ops = [vec![
         Op::Alloc {
             size: 448,
             align_log: 0,
             zero: false,
-        },
-        Op::Alloc {
-            size: 448,
-            align_log: 0,
-            zero: false,
-        },
-        Op::Alloc {
-            size: 448,
-            align_log: 0,
-            zero: false,
-        },
-        Op::Alloc {
-            size: 448,
-            align_log: 0,
-            zero: false,
-        },
-        Op::Alloc {
-            size: 448,
-            align_log: 0,
-            zero: false,
-        },
-        Op::Alloc {
-            size: 448,
-            align_log: 0,
-            zero: false,
-        },
-        Op::Alloc {
-            size: 448,
-            align_log: 0,
-            zero: false,
-        },
-        Op::Alloc {
-            size: 448,
-            align_log: 0,
-            zero: false,
-        },
-        Op::Alloc {
-            size: 448,
-            align_log: 0,
-            zero: false,
-        },
-        Op::Alloc {
-            size: 448,
-            align_log: 0,
-            zero: false,
-        },
-    ];
+        };
+        10
+    ]]
+    .concat();
     Harness::<Using<PicksFullRun, Single>, Unmodeled>::run(&ops).unwrap();
 }
