@@ -223,28 +223,12 @@ impl Spawn {
 
     /// Runs the child to the end and collects its report.
     pub fn run(&self) -> ChildResult {
-        let mut child = match self.command().spawn() {
+        let child = match self.command().spawn() {
             Ok(c) => c,
             Err(e) => return ChildResult::Failed(format!("cannot start the child: {e}")),
         };
-        let pid = child.id() as libc::pid_t;
-        let mut stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
-        let out_reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stdout.read_to_string(&mut s);
-            s
-        });
-        let err_reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stderr.read_to_string(&mut s);
-            s
-        });
-        let waited = wait_with_rusage(pid, self.timeout);
-        let out = out_reader.join().unwrap_or_default();
-        let err = err_reader.join().unwrap_or_default();
-        // The child is reaped by `wait_with_rusage`; `child` must not wait again.
-        drop(child);
+        let pid = child.id();
+        let (waited, out, err) = wait_reading(child, self.timeout);
         let (status, max_rss) = match waited {
             Ok((status, usage)) => (status, max_rss_bytes(&usage)),
             Err(e) => return ChildResult::Failed(e),
@@ -305,6 +289,45 @@ pub fn tail(s: &str, n: usize) -> String {
 /// A child's maximum resident size in bytes (Linux reports `ru_maxrss` in KiB).
 pub fn max_rss_bytes(usage: &libc::rusage) -> u64 {
     usage.ru_maxrss.max(0) as u64 * 1024
+}
+
+/// What `wait_with_rusage` returns for `child` (spawned with standard output and error piped),
+/// with everything it wrote to each: both pipes are drained while it runs, so that neither
+/// fills and stalls it.
+pub fn wait_reading(
+    mut child: std::process::Child,
+    timeout: Duration,
+) -> (Result<(libc::c_int, libc::rusage), String>, String, String) {
+    let pid = child.id() as libc::pid_t;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let waited = wait_with_rusage(pid, timeout);
+    // The child is reaped by `wait_with_rusage`; `child` must not wait again.
+    drop(child);
+    (
+        waited,
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    )
 }
 
 /// Waits for `pid`, killing it if it runs longer than `timeout`; returns the wait status and

@@ -4,11 +4,10 @@
 //! the process; user and system time and peak resident size come from `wait4`. Each run's
 //! output must equal the glibc run's, else the measurement is a failure.
 
-use super::child::{describe_status, exited_zero, max_rss_bytes, tail, timeval, wait_with_rusage};
+use super::child::{describe_status, exited_zero, max_rss_bytes, tail, timeval, wait_reading};
 use super::runner::{schedule, Shard};
 use super::schema::{Failure, Measurement, Metrics, Plan, Results, SCHEMA_VERSION};
 use super::subjects::{SubjectEntry, SubjectKind};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -205,27 +204,11 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
         cmd.env("LD_PRELOAD", lib);
     }
     let start = Instant::now();
-    let mut child = cmd
+    let child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", program.binary.display()))?;
-    let pid = child.id() as libc::pid_t;
-    let mut out = child.stdout.take().expect("piped");
-    let mut err = child.stderr.take().expect("piped");
-    let out_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let waited = wait_with_rusage(pid, Duration::from_secs(300));
+    let (waited, stdout, stderr) = wait_reading(child, Duration::from_secs(300));
     let wall = start.elapsed().as_secs_f64();
-    let stdout = out_reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
-    drop(child);
     let (status, usage) = waited?;
     if !exited_zero(status) {
         return Err(format!(

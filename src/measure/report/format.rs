@@ -1,5 +1,16 @@
 //! How numbers and names appear in reports.
 
+/// An estimate with its interval, `estimate [lo, hi]`, each in `unit` as `format_value` writes
+/// it.
+pub fn format_interval(ci: &crate::measure::stats::ConfidenceInterval, unit: &str) -> String {
+    format!(
+        "{} [{}, {}]",
+        format_value(ci.estimate, unit),
+        format_value(ci.lo, unit),
+        format_value(ci.hi, unit)
+    )
+}
+
 /// `value` in `unit` (as in `analysis::METRICS`) for a human: times in s/ms/µs, sizes in
 /// binary units, rates with a k/M/G prefix, ratios and per-operation counts with three
 /// significant digits.

@@ -1,7 +1,7 @@
 //! `table.tex`: each workload's time and memory medians with intervals and verdicts, as a
 //! booktabs table ready to `\input` into a paper.
 
-use super::format::{format_value, p_text};
+use super::format::{format_interval, p_text};
 use crate::measure::analysis::{metric, Analysis, Verdict};
 use crate::measure::schema::Results;
 use std::fmt::Write;
@@ -48,12 +48,7 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
         }
         let unit = metric(&m.metric).map_or("", |d| d.unit);
         for s in &m.summaries {
-            let median = format!(
-                "{} [{}, {}]",
-                format_value(s.median.estimate, unit),
-                format_value(s.median.lo, unit),
-                format_value(s.median.hi, unit)
-            );
+            let median = format_interval(&s.median, unit);
             let (ratio, p) = match m.comparisons.iter().find(|c| c.subject == s.subject) {
                 Some(c) => {
                     let mark = match c.verdict {

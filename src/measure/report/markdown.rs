@@ -1,7 +1,7 @@
 //! `report.md`: the environment, the plan, and per workload a table of medians, intervals,
 //! ratios against the baseline and verdicts; then every failure.
 
-use super::format::{format_value, p_text, percent_text, ratio_text};
+use super::format::{format_interval, format_value, p_text, percent_text, ratio_text};
 use crate::measure::analysis::{metric, Analysis, Comparison, MetricAnalysis, Verdict};
 use crate::measure::schema::Results;
 use std::fmt::Write;
@@ -234,12 +234,7 @@ fn table(out: &mut String, metrics: &[&MetricAnalysis], baseline: &str) {
     for m in metrics {
         let unit = metric(&m.metric).map_or("", |d| d.unit);
         for s in &m.summaries {
-            let median = format!(
-                "{} [{}, {}]",
-                format_value(s.median.estimate, unit),
-                format_value(s.median.lo, unit),
-                format_value(s.median.hi, unit)
-            );
+            let median = format_interval(&s.median, unit);
             let (ratio, p, verdict) = match m.comparisons.iter().find(|c| c.subject == s.subject) {
                 Some(c) => (
                     ratio_text(c.ratio.estimate, c.ratio.lo, c.ratio.hi),

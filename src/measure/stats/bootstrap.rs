@@ -64,23 +64,25 @@ pub fn bootstrap_ci(
     resamples: usize,
     seed: u64,
 ) -> ConfidenceInterval {
-    if xs.is_empty() || !(level > 0.0 && level < 1.0) || resamples == 0 {
-        return ConfidenceInterval::nan(level);
-    }
-    let mut rng = SplitMix64::new(seed);
-    let mut buf = Vec::with_capacity(xs.len());
-    let replicates = (0..resamples)
-        .map(|_| {
-            resample(xs, &mut rng, &mut buf);
-            statistic(&buf)
-        })
-        .collect();
-    percentile_interval(replicates, statistic(xs), level)
+    resampled(xs, |b| statistic(b), statistic(xs), level, resamples, seed)
 }
 
 /// The median of `xs` with its bootstrap percentile interval (the same as
 /// `bootstrap_ci(xs, median, ..)`, without an allocation per resample).
 pub fn median_ci(xs: &[f64], level: f64, resamples: usize, seed: u64) -> ConfidenceInterval {
+    resampled(xs, median_in_place, median(xs), level, resamples, seed)
+}
+
+/// The percentile interval of `statistic` over `resamples` resamples of `xs` (each in one
+/// reused buffer, which the statistic may reorder), around the estimate `point`.
+fn resampled(
+    xs: &[f64],
+    mut statistic: impl FnMut(&mut [f64]) -> f64,
+    point: f64,
+    level: f64,
+    resamples: usize,
+    seed: u64,
+) -> ConfidenceInterval {
     if xs.is_empty() || !(level > 0.0 && level < 1.0) || resamples == 0 {
         return ConfidenceInterval::nan(level);
     }
@@ -89,10 +91,10 @@ pub fn median_ci(xs: &[f64], level: f64, resamples: usize, seed: u64) -> Confide
     let replicates = (0..resamples)
         .map(|_| {
             resample(xs, &mut rng, &mut buf);
-            median_in_place(&mut buf)
+            statistic(&mut buf)
         })
         .collect();
-    percentile_interval(replicates, median(xs), level)
+    percentile_interval(replicates, point, level)
 }
 
 /// `median(a) / median(b)` with a bootstrap percentile interval: each replicate resamples `a`
