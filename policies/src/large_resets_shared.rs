@@ -8,6 +8,7 @@
 //! Not a policy to use: `ThreadLocal<SHARED_ABOVE>` is the intended behaviour (large requests
 //! go to arena 0, the thread keeps its own arena for the rest).
 
+use crate::thread_local::bind;
 use alloclab_core::{ArenaChoice, ArenaCtx, Options};
 
 /// An arena per thread until the thread's first request above `SMALL_MAX` bytes, the shared
@@ -45,18 +46,4 @@ fn reset_to_shared(ctx: &ArenaCtx<'_>) -> usize {
     // to the shared arena; the next large one tries again.
     ctx.bind_thread(0);
     0
-}
-
-#[cold]
-fn bind(ctx: &ArenaCtx<'_>) -> usize {
-    if ctx.thread_exiting() {
-        return 0;
-    }
-    let arena = ctx.lease();
-    if ctx.bind_thread(arena) {
-        arena
-    } else {
-        ctx.release(arena);
-        0
-    }
 }

@@ -39,8 +39,10 @@ impl<const SHARED_ABOVE: usize> ArenaChoice for ThreadLocal<SHARED_ABOVE> {
     }
 }
 
+/// Leases an arena and binds the calling thread to it (the shared arena if the thread is exiting
+/// or the binding cannot be recorded). `LargeResetsShared` binds the same way.
 #[cold]
-fn bind(ctx: &ArenaCtx<'_>) -> usize {
+pub(crate) fn bind(ctx: &ArenaCtx<'_>) -> usize {
     if ctx.thread_exiting() {
         // Past the exit hook (another thread-exit destructor allocating): use the shared arena
         // rather than bind again and leak the binding.
