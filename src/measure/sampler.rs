@@ -182,7 +182,9 @@ mod tests {
         let heap = Heap::<AddrOrdered>::new();
         let (n, m) = sampled(&heap, Duration::from_millis(1), || {
             let ptrs: Vec<*mut u8> = (0..1000).map(|_| Subject::malloc(&heap, 100)).collect();
-            std::thread::sleep(Duration::from_millis(5));
+            // Long enough for the 1 ms sampler to run while the blocks are live even on a
+            // loaded machine (5 ms was not, with two builds beside the tests).
+            std::thread::sleep(Duration::from_millis(300));
             for p in &ptrs {
                 // SAFETY: each pointer was returned by this heap and is freed once.
                 unsafe { Subject::free(&heap, *p) };
