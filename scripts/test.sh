@@ -64,7 +64,7 @@ step "seeded bugs: each caught, by the check its test names"
 RUSTFLAGS="--cfg alloclab_seeded" cargo test -p alloclab-verify --release \
     --target-dir "$verify_target/seeded" --test seeded_engine
 RUSTFLAGS="--cfg loom --cfg alloclab_seeded" cargo test -p alloclab-verify --release \
-    --target-dir "$verify_target/loom-seeded" --test loom_seeded
+    --target-dir "$verify_target/loom-seeded" --test loom_seeded --test loom_sampled
 
 step "fuzz smoke: every target briefly, from its committed seeds"
 # New inputs go to a scratch corpus, never into fuzz/seeds. FUZZ_SECONDS scales the run.

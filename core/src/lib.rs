@@ -30,6 +30,7 @@
 //! | | `hardening.rs` | the debug options' hooks in the arena's paths |
 //! | | `zero_size.rs` | `malloc(0)` into an inaccessible region |
 //! | | `sampled.rs` | sampled guarded allocations and their fault reports |
+//! | | `slot_ring.rs` | the sampled pool's free slots (a locked FIFO, checked by loom) |
 //! | | `huge.rs` | huge mappings |
 //! | | `heap.rs` | `Heap<C>`: init, dispatch, free, realloc, stats, invariants |
 //! | | `heap/tcache.rs` | the per-thread cache in front of the arenas (`FrontEnd::CACHE`) |
@@ -72,6 +73,7 @@ mod heap;
 mod huge;
 mod quarantine;
 mod sampled;
+pub mod slot_ring;
 mod zero_size;
 
 mod error;

@@ -24,9 +24,9 @@
 //! makes glibc load `libgcc_s` (allocating): the calling thread samples nothing meanwhile.
 
 use crate::error::FreeError;
-use crate::lock::RawLock;
 use crate::os;
 use crate::size_class::{round_up, PAGE, QUANTUM};
+use crate::slot_ring::SlotRing;
 use core::cell::Cell;
 use core::ffi::{c_int, c_void};
 use core::fmt::Write;
@@ -72,17 +72,15 @@ pub(crate) struct Sampler {
     /// First guard page; slot `i`'s page is at `base + (2i + 1) * PAGE`.
     base: usize,
     slots: *mut Slot,
-    /// Free slots, oldest free first (a ring of slot indices).
-    fifo: *mut u16,
-    head: Cell<usize>,
-    len: Cell<usize>,
-    lock: RawLock,
+    /// Free slots, oldest free first, and the lock the slot records are read and written
+    /// under.
+    ring: SlotRing<SLOTS>,
     rate: usize,
     interval_ns: u64,
     deadline: AtomicU64,
 }
 
-// SAFETY: the slot records and the FIFO are read and written only under `lock` (the fault
+// SAFETY: the slot records are read and written only under the ring's lock (the fault
 // handler reads them without it, after the faulting thread stopped: see `on_fault`); the rest
 // is immutable or atomic.
 unsafe impl Sync for Sampler {}
@@ -90,7 +88,7 @@ unsafe impl Sync for Sampler {}
 unsafe impl Send for Sampler {}
 
 const POOL_BYTES: usize = (2 * SLOTS + 1) * PAGE;
-const META_BYTES: usize = match round_up(SLOTS * core::mem::size_of::<Slot>() + SLOTS * 2, PAGE) {
+const META_BYTES: usize = match round_up(SLOTS * core::mem::size_of::<Slot>(), PAGE) {
     Some(b) => b,
     None => PAGE,
 };
@@ -148,10 +146,7 @@ impl Sampler {
         Sampler {
             base: 0,
             slots: core::ptr::null_mut(),
-            fifo: core::ptr::null_mut(),
-            head: Cell::new(0),
-            len: Cell::new(0),
-            lock: RawLock::new(),
+            ring: SlotRing::new(),
             rate: 0,
             interval_ns: 0,
             deadline: AtomicU64::new(0),
@@ -172,21 +167,13 @@ impl Sampler {
             unsafe { os::unmap(pool.as_ptr(), POOL_BYTES) };
             return Sampler::off();
         };
+        // Fresh zero memory is a valid `Slot` (state Unused).
         let slots = meta.as_ptr().cast::<Slot>();
-        // SAFETY: the FIFO follows the slot records inside the metadata mapping.
-        let fifo = unsafe { slots.add(SLOTS) }.cast::<u16>();
-        for i in 0..SLOTS {
-            // SAFETY: inside the mapping; fresh zero memory is a valid `Slot` (state Unused).
-            unsafe { fifo.add(i).write(i as u16) };
-        }
         let interval_ns = interval_ms as u64 * 1_000_000;
         Sampler {
             base: pool.as_ptr() as usize,
             slots,
-            fifo,
-            head: Cell::new(0),
-            len: Cell::new(SLOTS),
-            lock: RawLock::new(),
+            ring: SlotRing::new(),
             rate,
             interval_ns,
             deadline: AtomicU64::new(now_ns() + interval_ns),
@@ -290,15 +277,21 @@ impl Sampler {
         let mut stack = [core::ptr::null_mut(); FRAMES];
         let n = capture(&mut stack);
         let at_end = SAMPLING.with(|t| next_random(t) & 1 == 0);
-        let _g = self.lock.guard();
-        if self.len.get() == 0 {
-            return core::ptr::null_mut();
-        }
-        let head = self.head.get();
-        // SAFETY: under the lock; `head < SLOTS`.
-        let i = unsafe { *self.fifo.add(head) } as usize;
-        self.head.set((head + 1) % SLOTS);
-        self.len.set(self.len.get() - 1);
+        self.ring
+            .take_with(|i| self.fill_slot(i, size, align, at_end, stack, n))
+            .unwrap_or(core::ptr::null_mut())
+    }
+
+    /// Makes taken slot `i` an allocation of `size` bytes; under the ring's lock.
+    fn fill_slot(
+        &self,
+        i: usize,
+        size: usize,
+        align: usize,
+        at_end: bool,
+        stack: [*mut c_void; FRAMES],
+        n: usize,
+    ) -> *mut u8 {
         let page = self.page_of(i);
         let a = align.max(QUANTUM);
         // Against the next guard (as far as alignment allows), or against the previous one.
@@ -335,8 +328,7 @@ impl Sampler {
 
     /// The size of the live sampled allocation at `addr`, or why it is not one.
     pub fn live(&self, addr: usize) -> Result<usize, FreeError> {
-        let _g = self.lock.guard();
-        self.check(addr)
+        self.ring.locked(|_| self.check(addr))
     }
 
     /// Under the lock.
@@ -358,27 +350,29 @@ impl Sampler {
     pub fn free(&self, addr: usize) -> Result<(), FreeError> {
         let mut stack = [core::ptr::null_mut(); FRAMES];
         let n = capture(&mut stack);
-        let _g = self.lock.guard();
-        self.check(addr)?;
-        let i = self.slot_index(addr).unwrap_or(0);
-        // SAFETY: under the lock; the slot's page is ours, made inaccessible until reused.
-        unsafe {
-            let s = &mut *self.slot(i);
-            s.state = State::Freed;
-            s.free_tid = gettid();
-            s.free_n = n;
-            s.free_stack = stack;
-            os::protect(self.page_of(i) as *mut u8, PAGE, false);
-            let tail = (self.head.get() + self.len.get()) % SLOTS;
-            *self.fifo.add(tail) = i as u16;
-        }
-        self.len.set(self.len.get() + 1);
-        Ok(())
+        self.ring.locked(|ring| {
+            self.check(addr)?;
+            let i = self.slot_index(addr).unwrap_or(0);
+            // SAFETY: under the lock; the slot's page is ours, made inaccessible until reused.
+            unsafe {
+                let s = &mut *self.slot(i);
+                s.state = State::Freed;
+                s.free_tid = gettid();
+                s.free_n = n;
+                s.free_stack = stack;
+                os::protect(self.page_of(i) as *mut u8, PAGE, false);
+            }
+            ring.put(i);
+            Ok(())
+        })
     }
 
     /// Prints the report of a bad free of `addr` (in the pool) with what is known of the slot.
     pub fn report_bad_free(&self, addr: usize, e: FreeError) {
-        let _g = self.lock.guard();
+        self.ring.locked(|_| self.report_locked(addr, e));
+    }
+
+    fn report_locked(&self, addr: usize, e: FreeError) {
         let kind = match e {
             FreeError::Freed => "double free",
             _ => "invalid free",
@@ -470,13 +464,13 @@ impl Sampler {
     }
 
     pub(crate) fn lock(&self) {
-        self.lock.lock();
+        self.ring.lock();
     }
     pub(crate) fn unlock(&self) {
-        self.lock.unlock();
+        self.ring.unlock();
     }
     pub(crate) fn reset_lock(&self) {
-        self.lock.reset();
+        self.ring.reset_lock();
     }
 }
 

@@ -24,6 +24,9 @@ pub enum Bug {
     /// A thread cache's flush drops the last region of each batch instead of returning it to
     /// its run (`heap/tcache.rs`): the region stays taken, held by no one.
     LostFlush = 4,
+    /// The sampled pool reads its oldest free slot and takes it in two critical sections
+    /// (`slot_ring.rs`): two threads sampling at once can be handed the same slot.
+    SplitSlotTake = 5,
 }
 
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
