@@ -11,10 +11,10 @@
 //! (probabilistic concurrency testing, a few preemptions placed at random), both from a fixed
 //! seed unless `ALLOCLAB_SHUTTLE_SEED` gives one.
 //!
-//! A failing execution panics with the scheduler, its seed and the walk's parameters; shuttle
-//! prints the failing schedule just before. Either replays it: the seed reruns the same
-//! search (`ALLOCLAB_SHUTTLE_SEED`), the schedule reruns the one execution
-//! (`ALLOCLAB_SHUTTLE_REPLAY`). VERIFY.md ("Shuttle") has the commands.
+//! A failing execution panics with the scheduler, its seed, the walk's parameters and the file
+//! shuttle wrote the failing schedule to. Either replays it: the seed reruns the same search
+//! (`ALLOCLAB_SHUTTLE_SEED`), the schedule reruns the one execution (`ALLOCLAB_SHUTTLE_REPLAY`,
+//! or [`replay`]). VERIFY.md ("Shuttle") has the commands.
 
 use alloclab_core::{Config, Heap};
 use shuttle::scheduler::{PctScheduler, RandomScheduler, ReplayScheduler, Scheduler};
@@ -34,11 +34,11 @@ pub struct Walk {
 }
 
 impl Default for Walk {
-    /// 8 threads of 12 steps: about 100 operations and as many whole-heap checks per execution.
+    /// 8 threads of 16 steps: about 130 operations and as many whole-heap checks per execution.
     fn default() -> Self {
         Walk {
             threads: 8,
-            steps: 12,
+            steps: 16,
             seed: 0x5eed_a110c,
         }
     }
@@ -58,7 +58,7 @@ pub struct Search {
 }
 
 /// Default executions per scheduler (`ALLOCLAB_SHUTTLE_ITERATIONS` overrides).
-pub const ITERATIONS: usize = 8;
+pub const ITERATIONS: usize = 16;
 
 /// Default PCT depth.
 pub const PCT_DEPTH: usize = 3;
@@ -109,16 +109,8 @@ pub fn random_walk_with<C: Config>(walk: Walk, search: Search) {
         return;
     }
     if let Ok(schedule) = std::env::var("ALLOCLAB_SHUTTLE_REPLAY") {
-        eprintln!(
-            "shuttle: {}: replaying the schedule in ALLOCLAB_SHUTTLE_REPLAY",
-            C::NAME
-        );
-        run::<C, _>(
-            walk,
-            ReplayScheduler::new_from_encoded(schedule.trim()),
-            "replay",
-            None,
-        );
+        eprintln!("shuttle: {}: replaying ALLOCLAB_SHUTTLE_REPLAY", C::NAME);
+        replay::<C>(walk, &schedule);
         return;
     }
     if search.random > 0 {
@@ -139,6 +131,34 @@ pub fn random_walk_with<C: Config>(walk: Walk, search: Search) {
     }
 }
 
+/// Replays one execution of `walk` on config `C`: `schedule` is a failing schedule as shuttle
+/// writes it (hex digits, whitespace ignored) or the path of the file a failure left it in.
+/// Panics as the original execution did, if the code under test has not changed.
+pub fn replay<C: Config>(walk: Walk, schedule: &str) {
+    let schedule = match std::fs::read_to_string(schedule.trim()) {
+        Ok(text) => text,
+        Err(_) => schedule.to_string(),
+    };
+    run::<C, _>(
+        walk,
+        ReplayScheduler::new_from_encoded(&schedule),
+        "replay",
+        None,
+    );
+}
+
+/// A fresh directory for the failing schedules of one run.
+fn schedule_dir() -> std::path::PathBuf {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir()
+        .join("alloclab-shuttle")
+        .join(format!("{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the directory for failing schedules");
+    dir
+}
+
 fn run<C: Config, S: Scheduler + 'static>(
     walk: Walk,
     scheduler: S,
@@ -152,37 +172,51 @@ fn run<C: Config, S: Scheduler + 'static>(
     config.max_steps = shuttle::MaxSteps::FailAfter(2_000_000);
     // Shuttle's default stack (32 KiB) is too small for a heap's setup (1024 arena slots).
     config.stack_size = STACK_SIZE;
+    // A failing schedule goes to a file (its path is in the report), not only to stderr.
+    let dir = schedule_dir();
+    config.failure_persistence = shuttle::FailurePersistence::File(Some(dir.clone()));
     let start = std::time::Instant::now();
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
         shuttle::Runner::new(scheduler, config).run(move || execution::<C>(walk))
     }));
     match result {
-        Ok(executions) => eprintln!(
-            "shuttle: {} ({name}): {executions} executions of {} threads x {} steps in {:.2?}",
-            C::NAME,
-            walk.threads,
-            walk.steps,
-            start.elapsed()
-        ),
+        Ok(executions) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            eprintln!(
+                "shuttle: {} ({name}): {executions} executions of {} threads x {} steps in {:.2?}",
+                C::NAME,
+                walk.threads,
+                walk.steps,
+                start.elapsed()
+            )
+        }
         Err(payload) => {
             let what = payload
                 .downcast_ref::<String>()
                 .map(String::as_str)
                 .or_else(|| payload.downcast_ref::<&str>().copied())
                 .unwrap_or("(a panic without a message)");
+            // The first file shuttle wrote: the failing execution's schedule.
+            let mut files: Vec<_> = std::fs::read_dir(&dir)
+                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+                .unwrap_or_default();
+            files.sort();
+            let schedule = files.first().map_or_else(
+                || "<the failing schedule printed above>".to_string(),
+                |p| p.display().to_string(),
+            );
             let again = match search {
                 Some(s) => format!(
                     "the same search: ALLOCLAB_SHUTTLE_SEED={:#x} ALLOCLAB_SHUTTLE_ITERATIONS={} \
-                     (random, then PCT depth {})",
+                     (random, then PCT depth {}),\nor ",
                     s.seed, s.random, s.depth
                 ),
-                None => "the replayed schedule failed".to_string(),
+                None => String::new(),
             };
             panic!(
                 "shuttle ({name} scheduler) found a failing execution of {} ({} threads x {} \
-                 steps, walk seed {:#x}):\n  {what}\nreplay it with {again},\nor the one \
-                 execution: ALLOCLAB_SHUTTLE_CONFIG={} ALLOCLAB_SHUTTLE_REPLAY=\"<the failing \
-                 schedule printed above>\"",
+                 steps, walk seed {:#x}):\n  {what}\nreplay it with {again}the one execution: \
+                 ALLOCLAB_SHUTTLE_CONFIG={} ALLOCLAB_SHUTTLE_REPLAY={schedule}",
                 C::NAME,
                 walk.threads,
                 walk.steps,
