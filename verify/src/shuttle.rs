@@ -34,14 +34,27 @@ pub struct Walk {
 }
 
 impl Default for Walk {
-    /// 8 threads of 16 steps: about 130 operations and as many whole-heap checks per execution.
+    /// 8 threads of 16 steps: about 130 operations and as many whole-heap checks per execution;
+    /// `ALLOCLAB_SHUTTLE_THREADS` and `ALLOCLAB_SHUTTLE_STEPS` override.
     fn default() -> Self {
         Walk {
-            threads: 8,
-            steps: 16,
+            threads: env_number("ALLOCLAB_SHUTTLE_THREADS").map_or(8, |n| n as usize),
+            steps: env_number("ALLOCLAB_SHUTTLE_STEPS").map_or(16, |n| n as usize),
             seed: 0x5eed_a110c,
         }
     }
+}
+
+/// The number in environment variable `name` (decimal or `0x` hexadecimal), if set.
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok().map(|v| {
+        let v = v.trim();
+        let parsed = match v.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16),
+            None => v.parse(),
+        };
+        parsed.unwrap_or_else(|_| panic!("{name}={v}: not a number"))
+    })
 }
 
 /// How many executions of each scheduler, and the PCT depth.
@@ -70,22 +83,12 @@ impl Default for Search {
     /// [`ITERATIONS`] of each scheduler from [`SEED`], or what `ALLOCLAB_SHUTTLE_ITERATIONS`
     /// and `ALLOCLAB_SHUTTLE_SEED` say.
     fn default() -> Self {
-        let env = |name: &str| {
-            std::env::var(name).ok().map(|v| {
-                let v = v.trim();
-                let parsed = match v.strip_prefix("0x") {
-                    Some(hex) => u64::from_str_radix(hex, 16),
-                    None => v.parse(),
-                };
-                parsed.unwrap_or_else(|_| panic!("{name}={v}: not a number"))
-            })
-        };
-        let n = env("ALLOCLAB_SHUTTLE_ITERATIONS").map_or(ITERATIONS, |n| n as usize);
+        let n = env_number("ALLOCLAB_SHUTTLE_ITERATIONS").map_or(ITERATIONS, |n| n as usize);
         Search {
             random: n,
             pct: n,
             depth: PCT_DEPTH,
-            seed: env("ALLOCLAB_SHUTTLE_SEED").unwrap_or(SEED),
+            seed: env_number("ALLOCLAB_SHUTTLE_SEED").unwrap_or(SEED),
         }
     }
 }
