@@ -60,6 +60,12 @@ verify_target="${CARGO_TARGET_DIR:-target}"
 step "loom models (preemption bound 5; 1 for three-thread models; VERIFY.md)"
 RUSTFLAGS="--cfg loom" cargo test -p alloclab-verify --release --target-dir "$verify_target/loom"
 
+step "shuttle random walks: 8 threads over whole heaps, random and PCT schedulers (VERIFY.md)"
+# One build serves both: the seeded hooks are inert until a test switches one on, and a second
+# target directory would double the (larger than the tests) build time.
+RUSTFLAGS="--cfg shuttle --cfg alloclab_seeded" cargo test -p alloclab-verify --release \
+    --target-dir "$verify_target/shuttle" --test shuttle_walk --test shuttle_seeded
+
 step "seeded bugs: each caught, by the check its test names"
 RUSTFLAGS="--cfg alloclab_seeded" cargo test -p alloclab-verify --release \
     --target-dir "$verify_target/seeded" --test seeded_engine

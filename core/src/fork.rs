@@ -78,7 +78,7 @@ pub fn postfork_child() {
     thread::registry_reset();
 }
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 mod handlers {
     use crate::report::StderrWriter;
     use crate::sync::{AtomicBool, Ordering};
@@ -127,5 +127,5 @@ mod handlers {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 pub use handlers::{install, install_handlers};

@@ -240,7 +240,7 @@ impl<C: Config> Heap<C> {
             Some(shared)
         });
         // Outside every lock: glibc may allocate to record the handlers.
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, shuttle)))]
         if shared.is_some() && self.options.fork_handlers {
             crate::fork::install();
         }

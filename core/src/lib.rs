@@ -10,7 +10,7 @@
 //!
 //! | layer | file | owns |
 //! |---|---|---|
-//! | shim | `sync.rs` | atomics, cells, thread-locals, globals (std or loom) |
+//! | shim | `sync.rs` | atomics, cells, thread-locals, globals (std, loom or shuttle) |
 //! | platform | `os.rs` | mmap/munmap/madvise/mremap, futex, stderr, CPU count |
 //! | | `report.rs` | messages and fatal errors without allocating |
 //! | | `safety.rs` | the debug options: compiled-in capabilities, run-time choices, profiles |

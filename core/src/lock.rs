@@ -50,7 +50,8 @@ impl RawLock {
         // Short critical sections are the rule here: spin briefly before sleeping. Not under
         // loom, where every spin is a scheduling point and 64 of them per contended acquisition
         // exceed loom's branch limit; the sleeping loop below is the part worth modelling.
-        #[cfg(not(loom))]
+        // Nor under shuttle, where it would only add scheduling points.
+        #[cfg(not(any(loom, shuttle)))]
         for _ in 0..64 {
             if self.state.load(Ordering::Relaxed) == FREE
                 && self
@@ -63,10 +64,12 @@ impl RawLock {
             crate::sync::spin_hint();
         }
         while self.state.swap(CONTENDED, Ordering::Acquire) != FREE {
-            #[cfg(not(loom))]
+            #[cfg(not(any(loom, shuttle)))]
             crate::os::futex_wait(&self.state, CONTENDED);
-            #[cfg(loom)]
-            loom::thread::yield_now();
+            // A model's threads share one OS thread (shuttle) or none (loom): yield, never
+            // sleep in the kernel.
+            #[cfg(any(loom, shuttle))]
+            crate::sync::spin_hint();
         }
     }
 
@@ -77,7 +80,7 @@ impl RawLock {
     #[inline]
     pub fn unlock(&self) {
         if self.state.swap(FREE, Ordering::Release) == CONTENDED {
-            #[cfg(not(loom))]
+            #[cfg(not(any(loom, shuttle)))]
             crate::os::futex_wake(&self.state);
         }
     }

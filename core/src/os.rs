@@ -195,11 +195,12 @@ pub fn ncpus() -> usize {
 
 /// The CPU this thread runs on now (a hint: it may change right after).
 pub fn current_cpu() -> usize {
-    #[cfg(loom)]
+    // Under shuttle every thread runs on the test's one OS thread; 0 keeps a replay exact.
+    #[cfg(any(loom, shuttle))]
     {
         0
     }
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     {
         // SAFETY: sched_getcpu has no preconditions and goes through the vDSO.
         let c = unsafe { libc::sched_getcpu() };

@@ -2,13 +2,24 @@
 //!
 //! Under `--cfg loom` every item here becomes loom's instrumented twin, so the loom models in
 //! `alloclab-verify` explore the engine's real code, not a copy of it (the pattern of
-//! sharded-slab's `src/sync.rs` and tokio's `src/loom/`). Nothing else in `core` may name
+//! sharded-slab's `src/sync.rs` and tokio's `src/loom/`). Under `--cfg shuttle` the atomics,
+//! thread-locals, process globals and spinning become shuttle's (a randomized scheduler whose
+//! threads are coroutines on one OS thread), and `UnsafeCell` checks that no two threads are
+//! inside it at once (shuttle has no cell of its own). Nothing else in `core` may name
 //! `core::sync::atomic`, `UnsafeCell`, `thread_local!` or a `static` with interior mutability.
+
+#[cfg(all(loom, shuttle))]
+compile_error!("`--cfg loom` and `--cfg shuttle` are two backends of this shim: pick one");
 
 #[cfg(loom)]
 pub use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-#[cfg(not(loom))]
+#[cfg(shuttle)]
+pub use shuttle::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
+
+#[cfg(not(any(loom, shuttle)))]
 pub use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Atomics that stay `core`'s even under loom: the page map's 2^14-slot root and 2^14-word
@@ -29,11 +40,11 @@ pub mod untracked {
 pub use loom::cell::UnsafeCell;
 
 /// A cell whose accesses go through closures, so that loom can see each one.
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 #[derive(Debug)]
 pub struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 impl<T> UnsafeCell<T> {
     /// Wraps `value`.
     pub const fn new(value: T) -> Self {
@@ -53,13 +64,69 @@ impl<T> UnsafeCell<T> {
     }
 }
 
-/// Called in every spin loop: a CPU hint normally, a scheduling point under loom (loom needs
-/// spinning threads to yield, or it would explore an infinite loop).
+/// A cell whose accesses go through closures, each checked under shuttle: an access is a
+/// scheduling point before it starts and again before it ends, and a thread that enters while
+/// another is inside with a unique access (or enters uniquely while others read) panics with
+/// "data race". Threads switch only at scheduling points, so without the second one a thread
+/// could never be caught inside: a critical section with no atomic in it would be one step.
+#[cfg(shuttle)]
+#[derive(Debug)]
+pub struct UnsafeCell<T> {
+    value: core::cell::UnsafeCell<T>,
+    /// Threads reading now, or `WRITING`.
+    access: AtomicUsize,
+}
+
+#[cfg(shuttle)]
+const WRITING: usize = usize::MAX;
+
+#[cfg(shuttle)]
+impl<T> UnsafeCell<T> {
+    /// Wraps `value`.
+    pub const fn new(value: T) -> Self {
+        UnsafeCell {
+            value: core::cell::UnsafeCell::new(value),
+            access: AtomicUsize::new(0),
+        }
+    }
+
+    /// Runs `f` with a shared raw pointer to the contents.
+    pub fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        let before = self.access.fetch_add(1, Ordering::SeqCst);
+        assert!(
+            before < WRITING / 2,
+            "data race: a thread reads a cell at {:p} while another writes it",
+            self
+        );
+        let r = f(self.value.get());
+        self.access.fetch_sub(1, Ordering::SeqCst);
+        r
+    }
+
+    /// Runs `f` with a unique raw pointer to the contents.
+    pub fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        let before = self.access.swap(WRITING, Ordering::SeqCst);
+        assert!(
+            before == 0,
+            "data race: a thread writes a cell at {:p} while another {} it",
+            self,
+            if before == WRITING { "writes" } else { "reads" }
+        );
+        let r = f(self.value.get());
+        self.access.store(0, Ordering::SeqCst);
+        r
+    }
+}
+
+/// Called in every spin loop: a CPU hint normally, a scheduling point under loom and shuttle
+/// (they need spinning threads to yield, or they would run an infinite loop).
 #[inline(always)]
 pub fn spin_hint() {
     #[cfg(loom)]
     loom::thread::yield_now();
-    #[cfg(not(loom))]
+    #[cfg(shuttle)]
+    shuttle::thread::yield_now();
+    #[cfg(not(any(loom, shuttle)))]
     core::hint::spin_loop();
 }
 
@@ -79,23 +146,28 @@ pub(crate) use loom_const_fn;
 /// `calloc`, that is, us).
 macro_rules! thread_local_const {
     ($vis:vis static $name:ident: $t:ty = $init:expr;) => {
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, shuttle)))]
         ::std::thread_local! { $vis static $name: $t = const { $init }; }
         #[cfg(loom)]
         ::loom::thread_local! { $vis static $name: $t = $init; }
+        #[cfg(shuttle)]
+        ::shuttle::thread_local! { $vis static $name: $t = $init; }
     };
 }
 pub(crate) use thread_local_const;
 
 /// A process-wide value: a plain `static` normally (its initializer must be const), a
-/// `loom::lazy_static!` under loom (so each explored execution starts from a fresh value).
+/// `loom::lazy_static!` or `shuttle::lazy_static!` under those (so each explored execution
+/// starts from a fresh value).
 /// Private statics only: `loom::lazy_static!` cannot take a forwarded visibility fragment.
 macro_rules! process_global {
     (static $name:ident: $t:ty = $init:expr;) => {
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, shuttle)))]
         static $name: $t = $init;
         #[cfg(loom)]
         ::loom::lazy_static! { static ref $name: $t = $init; }
+        #[cfg(shuttle)]
+        ::shuttle::lazy_static! { static ref $name: $t = $init; }
     };
 }
 pub(crate) use process_global;

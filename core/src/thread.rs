@@ -61,11 +61,12 @@ pub(crate) struct LiveHeap {
 struct RegistryInner {
     live: *mut LiveHeap,
     free_nodes: *mut Binding,
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     key: Option<libc::pthread_key_t>,
-    /// Under loom the registry is rebuilt for every explored execution: the pages of binding
-    /// nodes are chained here (through each page's first node) and unmapped when it drops.
-    #[cfg(loom)]
+    /// Under loom and shuttle the registry is rebuilt for every explored execution: the pages
+    /// of binding nodes are chained here (through each page's first node) and unmapped when it
+    /// drops.
+    #[cfg(any(loom, shuttle))]
     pages: *mut Binding,
 }
 
@@ -87,9 +88,9 @@ impl Registry {
                 inner: UnsafeCell::new(RegistryInner {
                     live: ptr::null_mut(),
                     free_nodes: ptr::null_mut(),
-                    #[cfg(not(loom))]
+                    #[cfg(not(any(loom, shuttle)))]
                     key: None,
-                    #[cfg(loom)]
+                    #[cfg(any(loom, shuttle))]
                     pages: ptr::null_mut(),
                 }),
             }
@@ -103,7 +104,7 @@ impl Registry {
     }
 }
 
-#[cfg(loom)]
+#[cfg(any(loom, shuttle))]
 impl Drop for Registry {
     fn drop(&mut self) {
         let mut page = self.inner.with_mut(|p| {
@@ -133,8 +134,8 @@ pub(crate) struct ThreadState {
     /// binding list, so that the cache's fast path is one thread-local read and a compare.
     front_heap: Cell<u64>,
     front_cache: Cell<usize>,
-    /// Under loom: this thread's `thread_key` (see there), 0 until first asked.
-    #[cfg(loom)]
+    /// Under loom and shuttle: this thread's `thread_key` (see there), 0 until first asked.
+    #[cfg(any(loom, shuttle))]
     key: Cell<usize>,
 }
 
@@ -146,13 +147,17 @@ impl ThreadState {
             exiting: Cell::new(false),
             front_heap: Cell::new(0),
             front_cache: Cell::new(0),
-            #[cfg(loom)]
+            #[cfg(any(loom, shuttle))]
             key: Cell::new(0),
         }
     }
 }
 
-#[cfg(loom)]
+/// Under loom and shuttle the exit hook is the thread-local's destructor. Shuttle runs it when
+/// the thread's function returns, before a `join` on it returns, and the execution's main
+/// thread's before the execution's lazy statics (the registry) go: exactly thread exit. Under
+/// loom it comes too late (see `loom_thread_exit`).
+#[cfg(any(loom, shuttle))]
 impl Drop for ThreadState {
     fn drop(&mut self) {
         thread_exit(self);
@@ -174,21 +179,22 @@ pub fn loom_thread_exit() {
 thread_local_const! { static THREAD: ThreadState = ThreadState::new(); }
 
 /// A word unique to the calling thread among live threads (the address of its state).
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 #[inline(always)]
 pub fn thread_key() -> usize {
     THREAD.with(|t| t as *const ThreadState as usize)
 }
 
-#[cfg(loom)]
+#[cfg(any(loom, shuttle))]
 process_global! {
     static NEXT_THREAD_KEY: crate::sync::AtomicUsize = crate::sync::AtomicUsize::new(1);
 }
 
-/// Under loom: threads numbered in the order they first ask, spaced like addresses. The address
-/// of a loom thread-local changes from one explored execution to the next, and loom requires
-/// every execution of a model to make the same choices given the same schedule.
-#[cfg(loom)]
+/// Under loom and shuttle: threads numbered in the order they first ask, spaced like
+/// addresses. The address of a loom thread-local changes from one explored execution to the
+/// next, and loom requires every execution of a model to make the same choices given the same
+/// schedule; so does a shuttle replay.
+#[cfg(any(loom, shuttle))]
 pub fn thread_key() -> usize {
     THREAD.with(|t| {
         if t.key.get() == 0 {
@@ -233,18 +239,19 @@ fn thread_exit(t: &ThreadState) {
     });
 }
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 extern "C" fn on_thread_exit(_: *mut libc::c_void) {
     THREAD.with(thread_exit);
 }
 
 /// Arms the thread-exit hook for the calling thread (once).
-#[cfg_attr(loom, allow(clippy::needless_return))] // under loom the hook is `ThreadState`'s drop
+// Under loom and shuttle the hook is `ThreadState`'s drop.
+#[cfg_attr(any(loom, shuttle), allow(clippy::needless_return))]
 fn arm_exit_hook(t: &ThreadState) {
     if t.hooked.replace(true) {
         return;
     }
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     {
         let key = REGISTRY.with(|reg| {
             if reg.key.is_none() {
@@ -626,9 +633,9 @@ fn refill(reg: &mut RegistryInner) {
     };
     let n = os::PAGE / core::mem::size_of::<Binding>();
     let base = page.as_ptr().cast::<Binding>();
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     let first = 0;
-    #[cfg(loom)]
+    #[cfg(any(loom, shuttle))]
     let first = {
         // SAFETY: the page is fresh and ours; its first node links the pages (see `pages`).
         unsafe {

@@ -16,12 +16,13 @@
 //! | `threads.rs` | multi-threaded smoke with cross-thread frees |
 //! | `arenas.rs` | arena-choice properties: stability across sizes, thread churn |
 //! | `loom.rs` | loom helpers and the kit's loom model (`--cfg loom` only) |
+//! | `shuttle.rs` | whole-heap random walks of 8+ threads under shuttle's schedulers (`--cfg shuttle` only) |
 //! | `conformance.rs` | the one-call kit: `verify_run_reuse`, `verify_arena_choice` |
 //!
 //! The tests in `tests/` use these: `model_based.rs` (every named config), `quickcheck_*.rs`
 //! (size classes, run bitmap, page map), `conformance.rs` (the kit on every built-in policy),
 //! `seeded_*.rs` (seeded bugs and the check that catches each), `regressions.rs` (bugs the
-//! suite found, replayed), `loom_*.rs` (loom models, grouped by the structure they model). VERIFY.md at the repository root says what each layer
+//! suite found, replayed), `loom_*.rs` (loom models, grouped by the structure they model), `shuttle_*.rs` (shuttle random walks). VERIFY.md at the repository root says what each layer
 //! checks, what it cannot, and how to run a longer campaign.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -42,6 +43,9 @@ pub mod threads;
 
 #[cfg(loom)]
 pub mod loom;
+
+#[cfg(shuttle)]
+pub mod shuttle;
 
 pub mod conformance;
 

@@ -107,9 +107,9 @@ impl CachePool {
         let caps = core::array::from_fn(|i| (share / bin(i).size as usize).min(MAX_COUNT) as u8);
         // The secret needs to be unguessable by the program, not strong: the kernel's random
         // word, mixed with the pool's address (ASLR) and id in case there is none.
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, shuttle)))]
         let random = crate::os::random_word();
-        #[cfg(loom)]
+        #[cfg(any(loom, shuttle))]
         let random = 0x5eed;
         let secret = splitmix(random ^ heap_id as usize ^ (&max_bytes as *const usize as usize));
         CachePool {

@@ -3,7 +3,7 @@
 //! (`tests/loom.rs` is the loom model.)
 //!
 //! `cargo test --release --test kit` (add `-- --nocapture` to see the coverage summary).
-#![cfg(not(loom))]
+#![cfg(not(any(loom, shuttle)))]
 
 use alloclab_verify::{ReuseModel, Runs};
 use policy_template::{chunk_of, ChunkLifo};
