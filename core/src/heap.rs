@@ -333,8 +333,19 @@ impl<C: Config> Heap<C> {
 
     /// Allocates `size` bytes aligned to `align` (a power of two); null if the request cannot
     /// be satisfied (overflowing sizes, or the OS refused memory). `size` 0 is served as 1.
-    #[inline]
+    #[inline(always)]
     pub fn allocate(&self, size: usize, align: usize, zero: bool) -> *mut u8 {
+        if C::Front::CACHE {
+            if let Some(p) = self.alloc_from_cache(size, align, zero) {
+                return p;
+            }
+        }
+        self.allocate_slow(size, align, zero)
+    }
+
+    /// `allocate` past the thread cache's fast path: everything.
+    #[inline(never)]
+    fn allocate_slow(&self, size: usize, align: usize, zero: bool) -> *mut u8 {
         if !align.is_power_of_two() {
             return ptr::null_mut();
         }
@@ -679,8 +690,22 @@ impl<C: Config> Heap<C> {
     ///
     /// # Safety
     /// As for [`Heap::try_free`].
-    #[inline]
+    #[inline(always)]
     pub unsafe fn free(&self, ptr: *mut u8) {
+        // SAFETY: forwarded contract.
+        if C::Front::CACHE && unsafe { self.free_to_cache(ptr as usize) } {
+            return;
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.free_slow(ptr) }
+    }
+
+    /// `free` past the thread cache's fast path: everything.
+    ///
+    /// # Safety
+    /// As for [`Heap::try_free`].
+    #[inline(never)]
+    unsafe fn free_slow(&self, ptr: *mut u8) {
         if ptr.is_null() {
             return;
         }

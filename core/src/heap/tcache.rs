@@ -39,7 +39,7 @@ use crate::lock::RawLock;
 use crate::page_map::Owner;
 use crate::policy::{Config, FrontEnd, Options};
 use crate::run::{Run, RunHeader};
-use crate::size_class::{bin, CHUNK_HEADER_PAGES, NBINS};
+use crate::size_class::{bin, small_index, CHUNK_HEADER_PAGES, NBINS, QUANTUM, SMALL_MAX};
 use crate::sync::untracked::{AtomicU64, AtomicUsize};
 use crate::sync::{Ordering::Relaxed, UnsafeCell};
 use crate::thread;
@@ -288,6 +288,88 @@ impl<C: Config> Heap<C> {
             }
             l.spare = c;
         });
+    }
+
+    /// The fast path of `allocate`: a region popped from the calling thread's cache, or `None`
+    /// for anything but a small request of a cached class whose stack holds a region, in a
+    /// heap without debug options, from a thread whose cache is in its memo (`allocate_slow`
+    /// then does everything, fills included). No lock, no atomic read-modify-write, no call.
+    #[inline(always)]
+    pub(super) fn alloc_from_cache(&self, size: usize, align: usize, zero: bool) -> Option<*mut u8> {
+        let s = self.shared_if_init()?;
+        if !(s.cache_on && align <= QUANTUM && size <= SMALL_MAX) {
+            return None;
+        }
+        let idx = small_index(size);
+        let v = thread::front_cache(s.pool.heap_id())?;
+        // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
+        let c = unsafe { &*(v as *const ThreadCache) };
+        // SAFETY: our own cache. A class that is not cached has an empty stack.
+        let p = unsafe { c.pop(idx) };
+        if p == 0 {
+            return None;
+        }
+        if zero {
+            // SAFETY: a region of class `idx`, now the caller's.
+            unsafe { ptr::write_bytes(p as *mut u8, 0, bin(idx).size as usize) };
+        }
+        Some(p as *mut u8)
+    }
+
+    /// The fast path of `free`: whether `addr` was pushed on the calling thread's cache. False
+    /// for anything but a taken region of a cached class (validated as `free_cached` does)
+    /// whose stack has room, in a heap without debug options, from a thread whose cache is in
+    /// its memo: `free_slow` then does everything (flushes, errors, null).
+    ///
+    /// # Safety
+    /// As for `Heap::try_free`.
+    #[inline(always)]
+    pub(super) unsafe fn free_to_cache(&self, addr: usize) -> bool {
+        let Some(s) = self.shared_if_init() else {
+            return false;
+        };
+        if !s.cache_on {
+            return false;
+        }
+        let Owner::Chunk(chunk) = s.map.lookup(addr) else {
+            return false;
+        };
+        let chunk = chunk as *mut ChunkHeader;
+        let page = ChunkHeader::page_index(addr);
+        if page < CHUNK_HEADER_PAGES {
+            return false;
+        }
+        // SAFETY: a live chunk of ours, past its header pages; as in `free_cached`, the entry
+        // of a page of a live run does not change while one of its regions is taken.
+        let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
+        let idx = e.bin();
+        if e.kind() != SMALL || idx >= NBINS || e.run_offset() > page {
+            return false;
+        }
+        let Some(v) = thread::front_cache(s.pool.heap_id()) else {
+            return false;
+        };
+        // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
+        let c = unsafe { &*(v as *const ThreadCache) };
+        let b = &c.bins[idx];
+        if b.count.load(Relaxed) >= s.caches.cap(idx) {
+            return false;
+        }
+        let base = ChunkHeader::page_addr(chunk, page - e.run_offset());
+        let Some(region) = bin(idx).region_index(addr - base) else {
+            return false;
+        };
+        // SAFETY: as in `free_cached`: the entry names a run of bin `idx` at `base`, whose
+        // bitmap words are read atomically; the mark is read from a taken region; then the
+        // region is ours to push, and the class has room.
+        unsafe {
+            if Run(RunHeader::at(base, idx)).is_free_unlocked(region) || s.caches.marked(addr) {
+                return false;
+            }
+            c.push(&s.caches, idx, addr);
+        }
+        b.absorbed.store(b.absorbed.load(Relaxed) + 1, Relaxed);
+        true
     }
 
     /// `malloc` of small class `idx` through the calling thread's cache; `None` when the class
