@@ -693,19 +693,32 @@ impl<C: Config> Heap<C> {
     #[inline(always)]
     pub unsafe fn free(&self, ptr: *mut u8) {
         // SAFETY: forwarded contract.
-        if C::Front::CACHE && unsafe { self.free_to_cache(ptr as usize) } {
+        if unsafe { self.free_fast(ptr) } {
             return;
         }
         // SAFETY: forwarded contract.
         unsafe { self.free_slow(ptr) }
     }
 
-    /// `free` past the thread cache's fast path: everything.
+    /// The first half of [`Heap::free`]: frees `ptr` and returns true if the thread cache's
+    /// fast path takes it (no lock, no system call, no error possible); returns false having
+    /// done nothing otherwise. Then [`Heap::free_slow`] does the rest.
+    ///
+    /// # Safety
+    /// As for [`Heap::try_free`].
+    #[inline(always)]
+    pub unsafe fn free_fast(&self, ptr: *mut u8) -> bool {
+        // SAFETY: forwarded contract.
+        C::Front::CACHE && unsafe { self.free_to_cache(ptr as usize) }
+    }
+
+    /// The second half of [`Heap::free`]: everything but the thread cache's fast path (null,
+    /// fills and flushes, arenas, errors).
     ///
     /// # Safety
     /// As for [`Heap::try_free`].
     #[inline(never)]
-    unsafe fn free_slow(&self, ptr: *mut u8) {
+    pub unsafe fn free_slow(&self, ptr: *mut u8) {
         if ptr.is_null() {
             return;
         }
@@ -755,11 +768,20 @@ impl<C: Config> Heap<C> {
                 if new_class == SizeClass::Small(old) {
                     return ptr;
                 }
-                // SAFETY: a taken region of `BINS[old].size` bytes, per the contract live and
-                // not used afterwards unless null is returned.
-                return unsafe {
-                    self.move_to(ptr, BINS[old].size as usize, new_size, align, copy_limit)
-                };
+                let new = self.allocate(new_size, align, false);
+                if !new.is_null() {
+                    let n = (BINS[old].size as usize).min(new_size).min(copy_limit);
+                    // SAFETY: both allocations are live, distinct and at least `n` bytes long;
+                    // the old one is a taken region of class `old` (just checked), which per
+                    // the contract nothing uses any more.
+                    unsafe {
+                        ptr::copy_nonoverlapping(ptr, new, n);
+                        if !(C::Front::CACHE && self.push_taken(s, ptr as usize, old)) {
+                            self.free(ptr);
+                        }
+                    }
+                }
+                return new;
             }
         }
         let live = match self.live(ptr as usize) {

@@ -64,14 +64,8 @@ pub fn calloc(n: usize, size: usize) -> *mut c_void {
 #[inline]
 pub unsafe fn free(p: *mut c_void) {
     if !p.is_null() {
-        let e = errno_location();
-        // SAFETY: `e` is this thread's errno, valid for the thread's life; then the forwarded
-        // contract of `free`.
-        unsafe {
-            let saved = *e;
-            (ops().free)(p.cast());
-            *e = saved;
-        }
+        // SAFETY: forwarded contract; the table's `free` keeps `errno`.
+        unsafe { (ops().free)(p.cast()) };
     }
 }
 

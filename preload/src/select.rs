@@ -93,7 +93,8 @@ pub struct Ops {
     pub malloc_zeroed: fn(usize) -> *mut u8,
     /// `Heap::allocate(size, align, zero)`.
     pub allocate: fn(usize, usize, bool) -> *mut u8,
-    /// `Heap::free` (aborts with one line on a pointer that is not a live allocation).
+    /// `Heap::free` (aborts with one line on a pointer that is not a live allocation), keeping
+    /// `errno`.
     pub free: unsafe fn(*mut u8),
     /// `Heap::reallocate(ptr, size, 16, usize::MAX)`.
     pub realloc: unsafe fn(*mut u8, usize) -> *mut u8,
@@ -174,8 +175,20 @@ impl<C: Config> OpsOf<C> {
     /// # Safety
     /// As for `Heap::free`.
     unsafe fn free(p: *mut u8) {
+        let h = heap::<C>();
         // SAFETY: forwarded contract.
-        unsafe { heap::<C>().free(p) }
+        if unsafe { h.free_fast(p) } {
+            return;
+        }
+        // Only the slow path may make system calls (a contended lock, a purge).
+        // SAFETY: `__errno_location` returns the calling thread's errno, valid for the
+        // thread's life; then the forwarded contract.
+        unsafe {
+            let e = libc::__errno_location();
+            let saved = *e;
+            h.free_slow(p);
+            *e = saved;
+        }
     }
 
     /// # Safety

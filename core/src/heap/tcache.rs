@@ -295,7 +295,12 @@ impl<C: Config> Heap<C> {
     /// heap without debug options, from a thread whose cache is in its memo (`allocate_slow`
     /// then does everything, fills included). No lock, no atomic read-modify-write, no call.
     #[inline(always)]
-    pub(super) fn alloc_from_cache(&self, size: usize, align: usize, zero: bool) -> Option<*mut u8> {
+    pub(super) fn alloc_from_cache(
+        &self,
+        size: usize,
+        align: usize,
+        zero: bool,
+    ) -> Option<*mut u8> {
         let s = self.shared_if_init()?;
         if !(s.cache_on && align <= QUANTUM && size <= SMALL_MAX) {
             return None;
@@ -372,6 +377,33 @@ impl<C: Config> Heap<C> {
         true
     }
 
+    /// Pushes `addr`, a taken region of class `idx` that its caller just validated (and
+    /// frees), on the calling thread's cache; false (nothing done) when `free_to_cache` would
+    /// not take it for other reasons than validation.
+    ///
+    /// # Safety
+    /// `addr` is a taken region of class `idx` of this heap, not in any cache, that nothing
+    /// uses any more.
+    #[inline(always)]
+    pub(super) unsafe fn push_taken(&self, s: &Shared<C>, addr: usize, idx: usize) -> bool {
+        if !s.cache_on {
+            return false;
+        }
+        let Some(v) = thread::front_cache(s.pool.heap_id()) else {
+            return false;
+        };
+        // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
+        let c = unsafe { &*(v as *const ThreadCache) };
+        let b = &c.bins[idx];
+        if b.count.load(Relaxed) >= s.caches.cap(idx) {
+            return false;
+        }
+        // SAFETY: per the contract the region is ours to push; the class has room.
+        unsafe { c.push(&s.caches, idx, addr) };
+        b.absorbed.store(b.absorbed.load(Relaxed) + 1, Relaxed);
+        true
+    }
+
     /// `malloc` of small class `idx` through the calling thread's cache; `None` when the class
     /// is not cached or the thread has no cache (the caller then asks an arena).
     #[inline(always)]
@@ -411,13 +443,25 @@ impl<C: Config> Heap<C> {
         };
         let n = (s.caches.cap(idx) / 2).max(1);
         let mut taken = [0usize; MAX_COUNT];
-        let got =
-            a.with(|inner| inner.alloc_small_batch(idx, &mut taken[..n], a, a.index(), &s.map));
-        // Lowest address on top: the order the arena handed them out in.
-        for &p in taken[1..got.max(1)].iter().rev() {
-            // SAFETY: our cache; regions just taken from their run, the stack is empty.
-            unsafe { c.push(&s.caches, idx, p) };
+        let taken = &mut taken[..n];
+        let got = a.with(|inner| inner.alloc_small_batch(idx, taken, a, a.index(), &s.map));
+        if got == 0 {
+            return 0;
         }
+        // Lowest address on top: the order the arena handed them out in. The stack is empty,
+        // so the chain is built in place and its count set once.
+        let b = &c.bins[idx];
+        let mut head = 0;
+        for &p in taken[1..got].iter().rev() {
+            // SAFETY: regions just taken from their run, ours to write (two words at least).
+            unsafe {
+                (p as *mut usize).write(head);
+                (p as *mut usize).add(1).write(s.caches.mark(p));
+            }
+            head = p;
+        }
+        b.head.set(head);
+        b.count.store(b.count.load(Relaxed) + (got - 1), Relaxed);
         taken[0]
     }
 
@@ -500,6 +544,22 @@ impl<C: Config> Heap<C> {
         let flushed = &c.bins[idx].flushed;
         flushed.store(flushed.load(Relaxed) + k as u64, Relaxed);
         let regions = &mut regions[..k];
+        let Some(&first) = regions.first() else {
+            return;
+        };
+        let arena = arena_of::<C>(first);
+        if regions.iter().all(|&r| arena_of::<C>(r) == arena) {
+            // The common case: every region is of one arena.
+            // SAFETY: the chunk of a cached region is live; its arena field is fixed.
+            let a = unsafe { &*arena };
+            a.with(|inner| {
+                for &r in regions.iter() {
+                    // SAFETY: a region of a live run of this arena, under its lock.
+                    unsafe { give_back(inner, r) };
+                }
+            });
+            return;
+        }
         let mut done = 0;
         while done < regions.len() {
             let arena = arena_of::<C>(regions[done]);
