@@ -427,7 +427,7 @@ impl<C: Config> ArenaInner<C> {
     // ---- small ------------------------------------------------------------------------------
 
     /// Allocates a region of bin `idx`; null if the OS refuses memory.
-    #[inline]
+    #[inline(always)]
     pub fn alloc_small(
         &mut self,
         idx: usize,
