@@ -47,7 +47,7 @@ use core::cell::Cell;
 use core::ptr;
 
 /// Most regions one class of one cache holds.
-pub(crate) const MAX_COUNT: usize = 64;
+pub(crate) const MAX_COUNT: usize = 256;
 
 /// One class's stack.
 struct CacheBin {
@@ -84,7 +84,7 @@ pub(crate) struct CachePool {
     lists: UnsafeCell<Lists>,
     secret: usize,
     /// Capacity of each class, in regions (0: not cached).
-    caps: [u8; NBINS],
+    caps: [u16; NBINS],
     max_bytes: usize,
 }
 
@@ -104,7 +104,7 @@ impl CachePool {
             n => n,
         };
         let share = max_bytes / NBINS;
-        let caps = core::array::from_fn(|i| (share / bin(i).size as usize).min(MAX_COUNT) as u8);
+        let caps = core::array::from_fn(|i| (share / bin(i).size as usize).min(MAX_COUNT) as u16);
         // The secret needs to be unguessable by the program, not strong: the kernel's random
         // word, mixed with the pool's address (ASLR) and id in case there is none.
         #[cfg(not(loom))]
