@@ -40,7 +40,8 @@ fn allocate(size: usize, align: usize) -> *mut c_void {
 /// `malloc`: 16-byte aligned; 0 bytes gives a unique pointer.
 #[inline]
 pub fn malloc(size: usize) -> *mut c_void {
-    enomem_if_null((ops().malloc)(size))
+    // The table's `malloc` sets `ENOMEM` itself, so that this is a tail call.
+    (ops().malloc)(size).cast()
 }
 
 /// `calloc`: NULL with `ENOMEM` if `n * size` overflows.

@@ -87,7 +87,8 @@ impl<R: RunReuse, A: ArenaChoice, F: FrontEnd> Config for Checkable<R, A, F> {
 /// method; see `Heap` for their contracts.
 pub struct Ops {
     /// `Heap::malloc(size)`: alignment 16, known to the compiler (the common case, kept apart
-    /// from `allocate` so that the size-class computation is specialized for it).
+    /// from `allocate` so that the size-class computation is specialized for it); sets `errno`
+    /// to `ENOMEM` when it returns null.
     pub malloc: fn(usize) -> *mut u8,
     /// `Heap::allocate(size, 16, true)`: `calloc` after its overflow check.
     pub malloc_zeroed: fn(usize) -> *mut u8,
@@ -138,6 +139,14 @@ fn heap<C: Config>() -> &'static Heap<C> {
     unsafe { &*(SLOT.0.get() as *const Heap<C>) }
 }
 
+/// `errno = ENOMEM`, out of the way of the allocation paths.
+#[cold]
+#[inline(never)]
+fn enomem() {
+    // SAFETY: `__errno_location` returns the calling thread's errno, always valid.
+    unsafe { *libc::__errno_location() = libc::ENOMEM };
+}
+
 struct OpsOf<C>(core::marker::PhantomData<C>);
 
 impl<C: Config> OpsOf<C> {
@@ -161,7 +170,11 @@ impl<C: Config> OpsOf<C> {
     };
 
     fn malloc(size: usize) -> *mut u8 {
-        heap::<C>().allocate(size, QUANTUM, false)
+        let p = heap::<C>().allocate(size, QUANTUM, false);
+        if p.is_null() {
+            enomem();
+        }
+        p
     }
 
     fn malloc_zeroed(size: usize) -> *mut u8 {
