@@ -146,7 +146,11 @@ macro_rules! thread_local_zeroed {
 
         // The initial value the slot's zero bytes stand for (checked by the user's test).
         #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
-        const _: fn() -> $t = || $init;
+        const _: () = {
+            fn _initial() -> $t {
+                $init
+            }
+        };
     };
 }
 pub(crate) use thread_local_zeroed;
