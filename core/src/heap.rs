@@ -800,7 +800,7 @@ impl<C: Config> Heap<C> {
                 fatal(format_args!(
                     "realloc({:#x}): {}",
                     ptr as usize,
-                    FreeError::NotAllocated
+                    FreeError::Freed
                 ))
             }
             Live::Small { usable } => {

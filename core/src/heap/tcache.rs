@@ -503,8 +503,14 @@ impl<C: Config> Heap<C> {
         // SAFETY: the entry names a run of bin `idx` at `base`; its words are read atomically;
         // the mark is read from a region taken from its run (bit clear).
         unsafe {
-            if Run(RunHeader::at(base, idx)).is_free_unlocked(region) || s.caches.marked(addr) {
-                return Some(Err(FreeError::NotAllocated));
+            if Run(RunHeader::at(base, idx)).is_free_unlocked(region) {
+                // Back in its run: the locked path says whether it was freed or never
+                // allocated.
+                return None;
+            }
+            if s.caches.marked(addr) {
+                // In a cache: freed already.
+                return Some(Err(FreeError::Freed));
             }
             if c.bins[idx].count.load(Relaxed) >= cap {
                 Self::flush(c, idx, (cap / 2).max(1));
