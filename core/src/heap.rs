@@ -908,8 +908,8 @@ impl<C: Config> Heap<C> {
         // SAFETY: the entry names a run of bin `idx` at `base`; its bitmap words are read
         // atomically; the mark is read from a region taken from its run (bit clear).
         let taken = unsafe {
-            !crate::run::Run(crate::run::RunHeader::at(base, idx)).is_free_unlocked(region)
-                && !(C::Front::CACHE && s.caches.marked(addr))
+            !(crate::run::Run(crate::run::RunHeader::at(base, idx)).is_free_unlocked(region)
+                || (C::Front::CACHE && s.caches.marked(addr)))
         };
         taken.then_some(idx)
     }

@@ -147,9 +147,7 @@ macro_rules! thread_local_zeroed {
         // The initial value the slot's zero bytes stand for (checked by the user's test).
         #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
         const _: () = {
-            fn _initial() -> $t {
-                $init
-            }
+            let _initial: $t = $init;
         };
     };
 }
@@ -173,6 +171,7 @@ impl<T: 'static, S: TlsSlot> ZeroedTls<T, S> {
     const FITS: () = assert!(core::mem::size_of::<T>() <= 64 && core::mem::align_of::<T>() <= 64);
 
     /// The value in slot `S`.
+    #[allow(clippy::new_without_default)] // made in `static` initializers, where only `const fn`s run
     pub const fn new() -> Self {
         ZeroedTls {
             _t: core::marker::PhantomData,
@@ -182,11 +181,11 @@ impl<T: 'static, S: TlsSlot> ZeroedTls<T, S> {
     /// Runs `f` with the calling thread's value.
     #[inline(always)]
     pub fn with<R>(&'static self, f: impl FnOnce(&T) -> R) -> R {
-        // SAFETY: the slot is the calling thread's own, large and aligned enough for `T`
-        // (checked in `new`), and zero bytes are a valid `T` (the declaration's contract); it
-        // lives as long as the thread, and only shared references to it are made.
         #[allow(clippy::let_unit_value)]
         let () = Self::FITS;
+        // SAFETY: the slot is the calling thread's own, large and aligned enough for `T`
+        // (checked by `FITS`), and zero bytes are a valid `T` (the declaration's contract); it
+        // lives as long as the thread, and only shared references to it are made.
         f(unsafe { &*(S::addr() as *const T) })
     }
 }
