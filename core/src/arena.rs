@@ -427,7 +427,7 @@ impl<C: Config> ArenaInner<C> {
     // ---- small ------------------------------------------------------------------------------
 
     /// Allocates a region of bin `idx`; null if the OS refuses memory.
-    #[inline]
+    #[inline(always)]
     pub fn alloc_small(
         &mut self,
         idx: usize,
@@ -514,10 +514,7 @@ impl<C: Config> ArenaInner<C> {
                     ));
                 }
                 let first = n;
-                while n < out.len() && r.free() > 0 {
-                    out[n] = r.take_region().0;
-                    n += 1;
-                }
+                n += r.take_regions(&mut out[n..]);
                 let bin = &mut self.bins[idx];
                 if r.free() == 0 {
                     C::Reuse::remove(&mut bin.policy, run, Removal::Full);

@@ -55,6 +55,9 @@ struct Shared<C: Config> {
     cache_on: bool,
     /// Whether pointers may lie outside the page map's chunks (`malloc(0)` slots, samples).
     special_ptrs: bool,
+    /// Whether no debug option is on: a small region is then exactly its class's size, and
+    /// nothing but the arenas (and thread caches) holds pointers.
+    plain: bool,
     zero_size: ZeroSize,
     sampler: Sampler,
 }
@@ -211,6 +214,7 @@ impl<C: Config> Heap<C> {
                     safety,
                     alloc_hooks: safety.needs().intersects(ALLOC_HOOKS),
                     cache_on: C::Front::CACHE && safety.needs() == DebugCaps::NONE,
+                    plain: safety.needs() == DebugCaps::NONE,
                     special_ptrs: safety
                         .needs()
                         .intersects(DebugCaps::ZERO_SIZE.union(DebugCaps::SAMPLE)),
@@ -329,8 +333,19 @@ impl<C: Config> Heap<C> {
 
     /// Allocates `size` bytes aligned to `align` (a power of two); null if the request cannot
     /// be satisfied (overflowing sizes, or the OS refused memory). `size` 0 is served as 1.
-    #[inline]
+    #[inline(always)]
     pub fn allocate(&self, size: usize, align: usize, zero: bool) -> *mut u8 {
+        if C::Front::CACHE {
+            if let Some(p) = self.alloc_from_cache(size, align, zero) {
+                return p;
+            }
+        }
+        self.allocate_slow(size, align, zero)
+    }
+
+    /// `allocate` past the thread cache's fast path: everything.
+    #[inline(never)]
+    fn allocate_slow(&self, size: usize, align: usize, zero: bool) -> *mut u8 {
         if !align.is_power_of_two() {
             return ptr::null_mut();
         }
@@ -675,8 +690,35 @@ impl<C: Config> Heap<C> {
     ///
     /// # Safety
     /// As for [`Heap::try_free`].
-    #[inline]
+    #[inline(always)]
     pub unsafe fn free(&self, ptr: *mut u8) {
+        // SAFETY: forwarded contract.
+        if unsafe { self.free_fast(ptr) } {
+            return;
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.free_slow(ptr) }
+    }
+
+    /// The first half of [`Heap::free`]: frees `ptr` and returns true if the thread cache's
+    /// fast path takes it (no lock, no system call, no error possible); returns false having
+    /// done nothing otherwise. Then [`Heap::free_slow`] does the rest.
+    ///
+    /// # Safety
+    /// As for [`Heap::try_free`].
+    #[inline(always)]
+    pub unsafe fn free_fast(&self, ptr: *mut u8) -> bool {
+        // SAFETY: forwarded contract.
+        C::Front::CACHE && unsafe { self.free_to_cache(ptr as usize) }
+    }
+
+    /// The second half of [`Heap::free`]: everything but the thread cache's fast path (null,
+    /// fills and flushes, arenas, errors).
+    ///
+    /// # Safety
+    /// As for [`Heap::try_free`].
+    #[inline(never)]
+    pub unsafe fn free_slow(&self, ptr: *mut u8) {
         if ptr.is_null() {
             return;
         }
@@ -716,6 +758,32 @@ impl<C: Config> Heap<C> {
         if !align.is_power_of_two() {
             return ptr::null_mut();
         }
+        // A small region, found without the lock: kept if the class stays, else moved.
+        if let Some(s) = self.shared_if_init().filter(|s| s.plain) {
+            // SAFETY: `s` is this heap's state, without debug options.
+            if let Some(old) = unsafe { Self::taken_small(s, ptr as usize) } {
+                let Some(new_class) = classify(new_size, align) else {
+                    return ptr::null_mut();
+                };
+                if new_class == SizeClass::Small(old) {
+                    return ptr;
+                }
+                let new = self.allocate(new_size, align, false);
+                if !new.is_null() {
+                    let n = (BINS[old].size as usize).min(new_size).min(copy_limit);
+                    // SAFETY: both allocations are live, distinct and at least `n` bytes long;
+                    // the old one is a taken region of class `old` (just checked), which per
+                    // the contract nothing uses any more.
+                    unsafe {
+                        ptr::copy_nonoverlapping(ptr, new, n);
+                        if !(C::Front::CACHE && self.push_taken(s, ptr as usize, old)) {
+                            self.free(ptr);
+                        }
+                    }
+                }
+                return new;
+            }
+        }
         let live = match self.live(ptr as usize) {
             Ok(l) => l,
             Err(e) => fatal(format_args!("realloc({:#x}): {}", ptr as usize, e)),
@@ -732,7 +800,7 @@ impl<C: Config> Heap<C> {
                 fatal(format_args!(
                     "realloc({:#x}): {}",
                     ptr as usize,
-                    FreeError::NotAllocated
+                    FreeError::Freed
                 ))
             }
             Live::Small { usable } => {
@@ -779,6 +847,24 @@ impl<C: Config> Heap<C> {
                 usable
             }
         };
+        // SAFETY: per the contract; `usable` is the allocation's usable size.
+        unsafe { self.move_to(ptr, usable, new_size, align, copy_limit) }
+    }
+
+    /// The moving part of `reallocate`: a new allocation, the bytes copied, the old one freed.
+    ///
+    /// # Safety
+    /// `ptr` is a live allocation of this heap with `usable` usable bytes, not used afterwards
+    /// unless null is returned.
+    #[inline(always)]
+    unsafe fn move_to(
+        &self,
+        ptr: *mut u8,
+        usable: usize,
+        new_size: usize,
+        align: usize,
+        copy_limit: usize,
+    ) -> *mut u8 {
         let new = self.allocate(new_size, align, false);
         if !new.is_null() {
             let n = usable.min(new_size).min(copy_limit);
@@ -789,6 +875,43 @@ impl<C: Config> Heap<C> {
             }
         }
         new
+    }
+
+    /// The small class of `addr` if it is a taken region of a small run, checked without the
+    /// arena lock as the thread cache's free does (page map, page entry, region boundary,
+    /// bitmap bit, cache mark); `None` for anything else, which the locked path then decides
+    /// (and reports).
+    ///
+    /// # Safety
+    /// `s` is this heap's state, with no debug option on (`plain`: the region is exactly its
+    /// class's size and nothing else holds pointers).
+    #[inline(always)]
+    unsafe fn taken_small(s: &Shared<C>, addr: usize) -> Option<usize> {
+        let Owner::Chunk(c) = s.map.lookup(addr) else {
+            return None;
+        };
+        let chunk = c as *mut ChunkHeader;
+        let page = ChunkHeader::page_index(addr);
+        if page < CHUNK_HEADER_PAGES {
+            return None;
+        }
+        // SAFETY: a live chunk of ours (page map), past its header pages. The entry of a page
+        // of a live run does not change while one of its regions is taken, which is what a
+        // valid `addr` is; anything else is refused below or by the locked path.
+        let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
+        let idx = e.bin();
+        if e.kind() != SMALL || idx >= BINS.len() || e.run_offset() > page {
+            return None;
+        }
+        let base = ChunkHeader::page_addr(chunk, page - e.run_offset());
+        let region = BINS[idx].region_index(addr - base)?;
+        // SAFETY: the entry names a run of bin `idx` at `base`; its bitmap words are read
+        // atomically; the mark is read from a region taken from its run (bit clear).
+        let taken = unsafe {
+            !(crate::run::Run(crate::run::RunHeader::at(base, idx)).is_free_unlocked(region)
+                || (C::Front::CACHE && s.caches.marked(addr)))
+        };
+        taken.then_some(idx)
     }
 
     /// C's `realloc`: alignment 16; `new_size` 0 frees nothing and returns a minimal allocation.

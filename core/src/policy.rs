@@ -110,7 +110,7 @@ pub trait FrontEnd: 'static {
     const CACHE: bool;
     /// Bytes of regions one thread's cache may hold in one heap (`Options::tcache_max_bytes`
     /// overrides it). Each small class gets an equal share of it, as a count of regions (at
-    /// most 64); a class whose regions do not fit its share is not cached.
+    /// most 256); a class whose regions do not fit its share is not cached.
     const MAX_BYTES: usize;
 }
 

@@ -156,6 +156,109 @@ macro_rules! thread_local_const {
 }
 pub(crate) use thread_local_const;
 
+/// A thread-local whose initial value is all zero bytes and that has no destructor, reached
+/// without `__tls_get_addr`.
+///
+/// A `thread_local!` in a shared library (liballoclab.so) uses the general-dynamic TLS model:
+/// every access calls `__tls_get_addr`, about a dozen instructions. On x86-64 Linux (outside
+/// loom) the value is instead a 64-byte `.tbss` slot defined in assembly under the given
+/// symbol name (hidden, so each library has its own), and its address is the initial-exec
+/// sequence: the slot's offset from the thread pointer, read from the GOT, plus the thread
+/// pointer (`%fs:0`). Each thread has its own slot, zeroed by the C library when the thread
+/// starts (the value `$init` must therefore be all zero bytes, which a test of the user
+/// checks). A library with initial-exec TLS can still be preloaded, and dlopened while the C
+/// library's static TLS reserve lasts (glibc keeps some for this, as for jemalloc's).
+/// Elsewhere it is `thread_local_const!`.
+macro_rules! thread_local_zeroed {
+    ($vis:vis static $name:ident: $t:ty = $init:expr; symbol = $sym:literal; slot = $slot:ident;) => {
+        #[cfg(not(all(not(loom), target_arch = "x86_64", target_os = "linux")))]
+        $crate::sync::thread_local_const! { $vis static $name: $t = $init; }
+
+        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+        ::core::arch::global_asm!(
+            concat!(".pushsection .tbss.", $sym, ",\"awT\",@nobits"),
+            concat!(".globl ", $sym),
+            concat!(".hidden ", $sym),
+            concat!(".type ", $sym, ",@object"),
+            ".p2align 6",
+            concat!($sym, ":"),
+            ".zero 64",
+            concat!(".size ", $sym, ", 64"),
+            ".popsection",
+        );
+
+        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+        $vis struct $slot;
+
+        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+        impl $crate::sync::TlsSlot for $slot {
+                #[inline(always)]
+                fn addr() -> *mut u8 {
+                    let p: *mut u8;
+                    // SAFETY: the initial-exec access sequence to a `.tbss` symbol defined
+                    // above: reads the GOT entry the linker fills with its offset from the
+                    // thread pointer, and the thread pointer's self-pointer at `%fs:0`.
+                    unsafe {
+                        ::core::arch::asm!(
+                            concat!("movq ", $sym, "@gottpoff(%rip), {p}"),
+                            "addq %fs:0, {p}",
+                            p = out(reg) p,
+                            options(att_syntax, pure, readonly, nostack),
+                        );
+                    }
+                    p
+                }
+        }
+
+        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+        $vis static $name: $crate::sync::ZeroedTls<$t, $slot> = $crate::sync::ZeroedTls::new();
+
+        // The initial value the slot's zero bytes stand for (checked by the user's test).
+        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+        const _: () = {
+            let _initial: $t = $init;
+        };
+    };
+}
+pub(crate) use thread_local_zeroed;
+
+/// Where a `thread_local_zeroed!` slot is, for the calling thread.
+#[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+pub trait TlsSlot {
+    /// The calling thread's slot: 64 bytes, 64-aligned, zero when the thread started.
+    fn addr() -> *mut u8;
+}
+
+/// A `thread_local_zeroed!` value (x86-64 Linux): `with` as `LocalKey::with`.
+#[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+pub struct ZeroedTls<T: 'static, S: TlsSlot> {
+    _t: core::marker::PhantomData<(fn() -> T, S)>,
+}
+
+#[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+impl<T: 'static, S: TlsSlot> ZeroedTls<T, S> {
+    const FITS: () = assert!(core::mem::size_of::<T>() <= 64 && core::mem::align_of::<T>() <= 64);
+
+    /// The value in slot `S`.
+    #[allow(clippy::new_without_default)] // made in `static` initializers, where only `const fn`s run
+    pub const fn new() -> Self {
+        ZeroedTls {
+            _t: core::marker::PhantomData,
+        }
+    }
+
+    /// Runs `f` with the calling thread's value.
+    #[inline(always)]
+    pub fn with<R>(&'static self, f: impl FnOnce(&T) -> R) -> R {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::FITS;
+        // SAFETY: the slot is the calling thread's own, large and aligned enough for `T`
+        // (checked by `FITS`), and zero bytes are a valid `T` (the declaration's contract); it
+        // lives as long as the thread, and only shared references to it are made.
+        f(unsafe { &*(S::addr() as *const T) })
+    }
+}
+
 /// A process-wide value: a plain `static` normally (its initializer must be const), a
 /// `loom::lazy_static!` or `shuttle::lazy_static!` under those (so each explored execution
 /// starts from a fresh value).

@@ -15,7 +15,7 @@
 use crate::lock::RawLock;
 use crate::os;
 use crate::policy::Options;
-use crate::sync::{loom_const_fn, process_global, thread_local_const, UnsafeCell};
+use crate::sync::{loom_const_fn, process_global, thread_local_zeroed, UnsafeCell};
 use core::cell::Cell;
 use core::ptr;
 
@@ -176,7 +176,11 @@ pub fn loom_thread_exit() {
     THREAD.with(thread_exit);
 }
 
-thread_local_const! { static THREAD: ThreadState = ThreadState::new(); }
+thread_local_zeroed! {
+    static THREAD: ThreadState = ThreadState::new();
+    symbol = "alloclab_core_thread_state";
+    slot = ThreadSlot;
+}
 
 /// A word unique to the calling thread among live threads (the address of its state).
 #[cfg(not(any(loom, shuttle)))]
@@ -717,4 +721,43 @@ pub(crate) fn bind_cache(
         t.front_cache.set(value);
     });
     Some(value)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// `THREAD` lives in a slot the C library zeroes (`thread_local_zeroed!`): its initial
+    /// value must be all zero bytes.
+    #[test]
+    fn initial_thread_state_is_zero_bytes() {
+        let t = ThreadState::new();
+        // SAFETY: reads the bytes of a live value (its fields have no padding that matters:
+        // padding bytes are read as whatever they are, and only compared).
+        let bytes = unsafe {
+            core::slice::from_raw_parts(
+                &t as *const ThreadState as *const u8,
+                core::mem::size_of::<ThreadState>(),
+            )
+        };
+        // Padding is not guaranteed zero, so compare the fields' bytes through their values.
+        assert!(t.bindings.get().is_null());
+        assert!(!t.hooked.get() && !t.exiting.get());
+        assert_eq!((t.front_heap.get(), t.front_cache.get()), (0, 0));
+        assert!(bytes.len() <= 64);
+    }
+
+    /// Each thread has its own state, and a new thread's starts as the initial value.
+    #[test]
+    fn each_thread_has_its_own_state() {
+        let here = thread_key();
+        THREAD.with(|t| t.front_heap.set(7));
+        let (there, fresh) =
+            std::thread::spawn(|| (thread_key(), THREAD.with(|t| t.front_heap.get())))
+                .join()
+                .unwrap();
+        assert_ne!(here, there);
+        assert_eq!(fresh, 0);
+        assert_eq!(THREAD.with(|t| t.front_heap.replace(0)), 7);
+    }
 }

@@ -40,7 +40,8 @@ fn allocate(size: usize, align: usize) -> *mut c_void {
 /// `malloc`: 16-byte aligned; 0 bytes gives a unique pointer.
 #[inline]
 pub fn malloc(size: usize) -> *mut c_void {
-    enomem_if_null((ops().malloc)(size))
+    // The table's `malloc` sets `ENOMEM` itself, so that this is a tail call.
+    (ops().malloc)(size).cast()
 }
 
 /// `calloc`: NULL with `ENOMEM` if `n * size` overflows.
@@ -64,14 +65,8 @@ pub fn calloc(n: usize, size: usize) -> *mut c_void {
 #[inline]
 pub unsafe fn free(p: *mut c_void) {
     if !p.is_null() {
-        let e = errno_location();
-        // SAFETY: `e` is this thread's errno, valid for the thread's life; then the forwarded
-        // contract of `free`.
-        unsafe {
-            let saved = *e;
-            (ops().free)(p.cast());
-            *e = saved;
-        }
+        // SAFETY: forwarded contract; the table's `free` keeps `errno`.
+        unsafe { (ops().free)(p.cast()) };
     }
 }
 

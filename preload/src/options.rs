@@ -395,7 +395,7 @@ pub static OPTIONS: [Opt; 22] = [
     Opt {
         name: "config",
         values: "addr-ordered|lifo|mrf|mrf-current|lifo-tcache",
-        default: "lifo",
+        default: "lifo-tcache",
         help: "named configuration: the base for reuse, current_run, arenas and tcache",
         set: |c, v| {
             c.config = pick(v, &NAMED.map(|n| n.name))?;
@@ -741,8 +741,8 @@ mod tests {
             assert!((opt.set)(&mut c, b"").is_err(), "{}", opt.name);
         }
         let d = Conf::defaults();
-        assert_eq!(d.named().name, "lifo");
-        assert_eq!(d.exact_name(), Some("lifo"));
+        assert_eq!(d.named().name, "lifo-tcache");
+        assert_eq!(d.exact_name(), Some("lifo-tcache"));
         assert!(!d.stats_print && !d.abort_conf);
         assert_eq!(d.zero_realloc, ZeroRealloc::Free);
         assert!(d.log.is_off());

@@ -87,13 +87,15 @@ impl<R: RunReuse, A: ArenaChoice, F: FrontEnd> Config for Checkable<R, A, F> {
 /// method; see `Heap` for their contracts.
 pub struct Ops {
     /// `Heap::malloc(size)`: alignment 16, known to the compiler (the common case, kept apart
-    /// from `allocate` so that the size-class computation is specialized for it).
+    /// from `allocate` so that the size-class computation is specialized for it); sets `errno`
+    /// to `ENOMEM` when it returns null.
     pub malloc: fn(usize) -> *mut u8,
     /// `Heap::allocate(size, 16, true)`: `calloc` after its overflow check.
     pub malloc_zeroed: fn(usize) -> *mut u8,
     /// `Heap::allocate(size, align, zero)`.
     pub allocate: fn(usize, usize, bool) -> *mut u8,
-    /// `Heap::free` (aborts with one line on a pointer that is not a live allocation).
+    /// `Heap::free` (aborts with one line on a pointer that is not a live allocation), keeping
+    /// `errno`.
     pub free: unsafe fn(*mut u8),
     /// `Heap::reallocate(ptr, size, 16, usize::MAX)`.
     pub realloc: unsafe fn(*mut u8, usize) -> *mut u8,
@@ -137,6 +139,14 @@ fn heap<C: Config>() -> &'static Heap<C> {
     unsafe { &*(SLOT.0.get() as *const Heap<C>) }
 }
 
+/// `errno = ENOMEM`, out of the way of the allocation paths.
+#[cold]
+#[inline(never)]
+fn enomem() {
+    // SAFETY: `__errno_location` returns the calling thread's errno, always valid.
+    unsafe { *libc::__errno_location() = libc::ENOMEM };
+}
+
 struct OpsOf<C>(core::marker::PhantomData<C>);
 
 impl<C: Config> OpsOf<C> {
@@ -160,7 +170,11 @@ impl<C: Config> OpsOf<C> {
     };
 
     fn malloc(size: usize) -> *mut u8 {
-        heap::<C>().allocate(size, QUANTUM, false)
+        let p = heap::<C>().allocate(size, QUANTUM, false);
+        if p.is_null() {
+            enomem();
+        }
+        p
     }
 
     fn malloc_zeroed(size: usize) -> *mut u8 {
@@ -174,8 +188,20 @@ impl<C: Config> OpsOf<C> {
     /// # Safety
     /// As for `Heap::free`.
     unsafe fn free(p: *mut u8) {
+        let h = heap::<C>();
         // SAFETY: forwarded contract.
-        unsafe { heap::<C>().free(p) }
+        if unsafe { h.free_fast(p) } {
+            return;
+        }
+        // Only the slow path may make system calls (a contended lock, a purge).
+        // SAFETY: `__errno_location` returns the calling thread's errno, valid for the
+        // thread's life; then the forwarded contract.
+        unsafe {
+            let e = libc::__errno_location();
+            let saved = *e;
+            h.free_slow(p);
+            *e = saved;
+        }
     }
 
     /// # Safety

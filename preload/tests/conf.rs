@@ -67,7 +67,7 @@ fn bad_entries_print_one_line_each_and_the_rest_applies() {
     assert!(
         reports[0]
             .title
-            .ends_with("reuse lifo, arenas single, narenas 0"),
+            .ends_with("reuse lifo, arenas single, front thread-cache, narenas 0"),
         "{}",
         reports[0].title
     );

@@ -39,15 +39,17 @@ use crate::lock::RawLock;
 use crate::page_map::Owner;
 use crate::policy::{Config, FrontEnd, Options};
 use crate::run::{Run, RunHeader};
-use crate::size_class::{bin, CHUNK_HEADER_PAGES, NBINS};
+use crate::size_class::{bin, small_index, CHUNK_HEADER_PAGES, NBINS, QUANTUM, SMALL_MAX};
 use crate::sync::untracked::{AtomicU64, AtomicUsize};
 use crate::sync::{Ordering::Relaxed, UnsafeCell};
 use crate::thread;
 use core::cell::Cell;
 use core::ptr;
 
-/// Most regions one class of one cache holds.
-pub(crate) const MAX_COUNT: usize = 64;
+/// Most regions one class of one cache holds. Under loom, 64: fills, flushes and checks keep
+/// arrays of this many addresses on the stack, and loom's coroutine stacks are small (the
+/// models use a few regions anyway).
+pub(crate) const MAX_COUNT: usize = if cfg!(loom) { 64 } else { 256 };
 
 /// One class's stack.
 struct CacheBin {
@@ -84,7 +86,7 @@ pub(crate) struct CachePool {
     lists: UnsafeCell<Lists>,
     secret: usize,
     /// Capacity of each class, in regions (0: not cached).
-    caps: [u8; NBINS],
+    caps: [u16; NBINS],
     max_bytes: usize,
 }
 
@@ -104,7 +106,7 @@ impl CachePool {
             n => n,
         };
         let share = max_bytes / NBINS;
-        let caps = core::array::from_fn(|i| (share / bin(i).size as usize).min(MAX_COUNT) as u8);
+        let caps = core::array::from_fn(|i| (share / bin(i).size as usize).min(MAX_COUNT) as u16);
         // The secret needs to be unguessable by the program, not strong: the kernel's random
         // word, mixed with the pool's address (ASLR) and id in case there is none.
         #[cfg(not(any(loom, shuttle)))]
@@ -290,6 +292,120 @@ impl<C: Config> Heap<C> {
         });
     }
 
+    /// The fast path of `allocate`: a region popped from the calling thread's cache, or `None`
+    /// for anything but a small request of a cached class whose stack holds a region, in a
+    /// heap without debug options, from a thread whose cache is in its memo (`allocate_slow`
+    /// then does everything, fills included). No lock, no atomic read-modify-write, no call.
+    #[inline(always)]
+    pub(super) fn alloc_from_cache(
+        &self,
+        size: usize,
+        align: usize,
+        zero: bool,
+    ) -> Option<*mut u8> {
+        let s = self.shared_if_init()?;
+        if !(s.cache_on && align <= QUANTUM && size <= SMALL_MAX) {
+            return None;
+        }
+        let idx = small_index(size);
+        let v = thread::front_cache(s.pool.heap_id())?;
+        // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
+        let c = unsafe { &*(v as *const ThreadCache) };
+        // SAFETY: our own cache. A class that is not cached has an empty stack.
+        let p = unsafe { c.pop(idx) };
+        if p == 0 {
+            return None;
+        }
+        if zero {
+            // SAFETY: a region of class `idx`, now the caller's.
+            unsafe { ptr::write_bytes(p as *mut u8, 0, bin(idx).size as usize) };
+        }
+        Some(p as *mut u8)
+    }
+
+    /// The fast path of `free`: whether `addr` was pushed on the calling thread's cache. False
+    /// for anything but a taken region of a cached class (validated as `free_cached` does)
+    /// whose stack has room, in a heap without debug options, from a thread whose cache is in
+    /// its memo: `free_slow` then does everything (flushes, errors, null).
+    ///
+    /// # Safety
+    /// As for `Heap::try_free`.
+    #[inline(always)]
+    pub(super) unsafe fn free_to_cache(&self, addr: usize) -> bool {
+        let Some(s) = self.shared_if_init() else {
+            return false;
+        };
+        if !s.cache_on {
+            return false;
+        }
+        let Owner::Chunk(chunk) = s.map.lookup(addr) else {
+            return false;
+        };
+        let chunk = chunk as *mut ChunkHeader;
+        let page = ChunkHeader::page_index(addr);
+        if page < CHUNK_HEADER_PAGES {
+            return false;
+        }
+        // SAFETY: a live chunk of ours, past its header pages; as in `free_cached`, the entry
+        // of a page of a live run does not change while one of its regions is taken.
+        let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
+        let idx = e.bin();
+        if e.kind() != SMALL || idx >= NBINS || e.run_offset() > page {
+            return false;
+        }
+        let Some(v) = thread::front_cache(s.pool.heap_id()) else {
+            return false;
+        };
+        // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
+        let c = unsafe { &*(v as *const ThreadCache) };
+        let b = &c.bins[idx];
+        if b.count.load(Relaxed) >= s.caches.cap(idx) {
+            return false;
+        }
+        let base = ChunkHeader::page_addr(chunk, page - e.run_offset());
+        let Some(region) = bin(idx).region_index(addr - base) else {
+            return false;
+        };
+        // SAFETY: as in `free_cached`: the entry names a run of bin `idx` at `base`, whose
+        // bitmap words are read atomically; the mark is read from a taken region; then the
+        // region is ours to push, and the class has room.
+        unsafe {
+            if Run(RunHeader::at(base, idx)).is_free_unlocked(region) || s.caches.marked(addr) {
+                return false;
+            }
+            c.push(&s.caches, idx, addr);
+        }
+        b.absorbed.store(b.absorbed.load(Relaxed) + 1, Relaxed);
+        true
+    }
+
+    /// Pushes `addr`, a taken region of class `idx` that its caller just validated (and
+    /// frees), on the calling thread's cache; false (nothing done) when `free_to_cache` would
+    /// not take it for other reasons than validation.
+    ///
+    /// # Safety
+    /// `addr` is a taken region of class `idx` of this heap, not in any cache, that nothing
+    /// uses any more.
+    #[inline(always)]
+    pub(super) unsafe fn push_taken(&self, s: &Shared<C>, addr: usize, idx: usize) -> bool {
+        if !s.cache_on {
+            return false;
+        }
+        let Some(v) = thread::front_cache(s.pool.heap_id()) else {
+            return false;
+        };
+        // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
+        let c = unsafe { &*(v as *const ThreadCache) };
+        let b = &c.bins[idx];
+        if b.count.load(Relaxed) >= s.caches.cap(idx) {
+            return false;
+        }
+        // SAFETY: per the contract the region is ours to push; the class has room.
+        unsafe { c.push(&s.caches, idx, addr) };
+        b.absorbed.store(b.absorbed.load(Relaxed) + 1, Relaxed);
+        true
+    }
+
     /// `malloc` of small class `idx` through the calling thread's cache; `None` when the class
     /// is not cached or the thread has no cache (the caller then asks an arena).
     #[inline(always)]
@@ -329,13 +445,25 @@ impl<C: Config> Heap<C> {
         };
         let n = (s.caches.cap(idx) / 2).max(1);
         let mut taken = [0usize; MAX_COUNT];
-        let got =
-            a.with(|inner| inner.alloc_small_batch(idx, &mut taken[..n], a, a.index(), &s.map));
-        // Lowest address on top: the order the arena handed them out in.
-        for &p in taken[1..got.max(1)].iter().rev() {
-            // SAFETY: our cache; regions just taken from their run, the stack is empty.
-            unsafe { c.push(&s.caches, idx, p) };
+        let taken = &mut taken[..n];
+        let got = a.with(|inner| inner.alloc_small_batch(idx, taken, a, a.index(), &s.map));
+        if got == 0 {
+            return 0;
         }
+        // Lowest address on top: the order the arena handed them out in. The stack is empty,
+        // so the chain is built in place and its count set once.
+        let b = &c.bins[idx];
+        let mut head = 0;
+        for &p in taken[1..got].iter().rev() {
+            // SAFETY: regions just taken from their run, ours to write (two words at least).
+            unsafe {
+                (p as *mut usize).write(head);
+                (p as *mut usize).add(1).write(s.caches.mark(p));
+            }
+            head = p;
+        }
+        b.head.set(head);
+        b.count.store(b.count.load(Relaxed) + (got - 1), Relaxed);
         taken[0]
     }
 
@@ -375,8 +503,14 @@ impl<C: Config> Heap<C> {
         // SAFETY: the entry names a run of bin `idx` at `base`; its words are read atomically;
         // the mark is read from a region taken from its run (bit clear).
         unsafe {
-            if Run(RunHeader::at(base, idx)).is_free_unlocked(region) || s.caches.marked(addr) {
-                return Some(Err(FreeError::NotAllocated));
+            if Run(RunHeader::at(base, idx)).is_free_unlocked(region) {
+                // Back in its run: the locked path says whether it was freed or never
+                // allocated.
+                return None;
+            }
+            if s.caches.marked(addr) {
+                // In a cache: freed already.
+                return Some(Err(FreeError::Freed));
             }
             if c.bins[idx].count.load(Relaxed) >= cap {
                 Self::flush(c, idx, (cap / 2).max(1));
@@ -418,6 +552,22 @@ impl<C: Config> Heap<C> {
         let flushed = &c.bins[idx].flushed;
         flushed.store(flushed.load(Relaxed) + k as u64, Relaxed);
         let regions = &mut regions[..k];
+        let Some(&first) = regions.first() else {
+            return;
+        };
+        let arena = arena_of::<C>(first);
+        if regions.iter().all(|&r| arena_of::<C>(r) == arena) {
+            // The common case: every region is of one arena.
+            // SAFETY: the chunk of a cached region is live; its arena field is fixed.
+            let a = unsafe { &*arena };
+            a.with(|inner| {
+                for &r in regions.iter() {
+                    // SAFETY: a region of a live run of this arena, under its lock.
+                    unsafe { give_back(inner, r) };
+                }
+            });
+            return;
+        }
         let mut done = 0;
         while done < regions.len() {
             let arena = arena_of::<C>(regions[done]);
