@@ -171,10 +171,10 @@ pub(crate) use thread_local_const;
 /// Elsewhere it is `thread_local_const!`.
 macro_rules! thread_local_zeroed {
     ($vis:vis static $name:ident: $t:ty = $init:expr; symbol = $sym:literal; slot = $slot:ident;) => {
-        #[cfg(not(all(not(loom), target_arch = "x86_64", target_os = "linux")))]
+        #[cfg(not(all(not(loom), not(shuttle), target_arch = "x86_64", target_os = "linux")))]
         $crate::sync::thread_local_const! { $vis static $name: $t = $init; }
 
-        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+        #[cfg(all(not(loom), not(shuttle), target_arch = "x86_64", target_os = "linux"))]
         ::core::arch::global_asm!(
             concat!(".pushsection .tbss.", $sym, ",\"awT\",@nobits"),
             concat!(".globl ", $sym),
@@ -187,10 +187,10 @@ macro_rules! thread_local_zeroed {
             ".popsection",
         );
 
-        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+        #[cfg(all(not(loom), not(shuttle), target_arch = "x86_64", target_os = "linux"))]
         $vis struct $slot;
 
-        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+        #[cfg(all(not(loom), not(shuttle), target_arch = "x86_64", target_os = "linux"))]
         impl $crate::sync::TlsSlot for $slot {
                 #[inline(always)]
                 fn addr() -> *mut u8 {
@@ -210,11 +210,11 @@ macro_rules! thread_local_zeroed {
                 }
         }
 
-        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+        #[cfg(all(not(loom), not(shuttle), target_arch = "x86_64", target_os = "linux"))]
         $vis static $name: $crate::sync::ZeroedTls<$t, $slot> = $crate::sync::ZeroedTls::new();
 
         // The initial value the slot's zero bytes stand for (checked by the user's test).
-        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+        #[cfg(all(not(loom), not(shuttle), target_arch = "x86_64", target_os = "linux"))]
         const _: () = {
             let _initial: $t = $init;
         };
@@ -223,19 +223,19 @@ macro_rules! thread_local_zeroed {
 pub(crate) use thread_local_zeroed;
 
 /// Where a `thread_local_zeroed!` slot is, for the calling thread.
-#[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+#[cfg(all(not(loom), not(shuttle), target_arch = "x86_64", target_os = "linux"))]
 pub trait TlsSlot {
     /// The calling thread's slot: 64 bytes, 64-aligned, zero when the thread started.
     fn addr() -> *mut u8;
 }
 
 /// A `thread_local_zeroed!` value (x86-64 Linux): `with` as `LocalKey::with`.
-#[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+#[cfg(all(not(loom), not(shuttle), target_arch = "x86_64", target_os = "linux"))]
 pub struct ZeroedTls<T: 'static, S: TlsSlot> {
     _t: core::marker::PhantomData<(fn() -> T, S)>,
 }
 
-#[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+#[cfg(all(not(loom), not(shuttle), target_arch = "x86_64", target_os = "linux"))]
 impl<T: 'static, S: TlsSlot> ZeroedTls<T, S> {
     const FITS: () = assert!(core::mem::size_of::<T>() <= 64 && core::mem::align_of::<T>() <= 64);
 

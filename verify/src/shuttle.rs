@@ -150,16 +150,24 @@ pub fn replay<C: Config>(walk: Walk, schedule: &str) {
     );
 }
 
-/// A fresh directory for the failing schedules of one run.
+/// The directory for this process's failing schedules. One for the whole process: shuttle
+/// may write a failure to the directory of an earlier runner in the same process (it did, once
+/// the first runner's had been removed), so none is removed while the process runs.
 fn schedule_dir() -> std::path::PathBuf {
-    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir()
         .join("alloclab-shuttle")
-        .join(format!("{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+        .join(std::process::id().to_string());
     std::fs::create_dir_all(&dir).expect("create the directory for failing schedules");
     dir
+}
+
+/// The schedule files in `dir`, in the order shuttle numbers them.
+fn schedule_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
 }
 
 fn run<C: Config, S: Scheduler + 'static>(
@@ -178,13 +186,13 @@ fn run<C: Config, S: Scheduler + 'static>(
     // A failing schedule goes to a file (its path is in the report), not only to stderr.
     let dir = schedule_dir();
     config.failure_persistence = shuttle::FailurePersistence::File(Some(dir.clone()));
+    let before = schedule_files(&dir);
     let start = std::time::Instant::now();
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
         shuttle::Runner::new(scheduler, config).run(move || execution::<C>(walk))
     }));
     match result {
         Ok(executions) => {
-            let _ = std::fs::remove_dir_all(&dir);
             eprintln!(
                 "shuttle: {} ({name}): {executions} executions of {} threads x {} steps in {:.2?}",
                 C::NAME,
@@ -199,11 +207,11 @@ fn run<C: Config, S: Scheduler + 'static>(
                 .map(String::as_str)
                 .or_else(|| payload.downcast_ref::<&str>().copied())
                 .unwrap_or("(a panic without a message)");
-            // The first file shuttle wrote: the failing execution's schedule.
-            let mut files: Vec<_> = std::fs::read_dir(&dir)
-                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-                .unwrap_or_default();
-            files.sort();
+            // The file this run's failure added: the failing execution's schedule.
+            let files: Vec<_> = schedule_files(&dir)
+                .into_iter()
+                .filter(|f| !before.contains(f))
+                .collect();
             let schedule = files.first().map_or_else(
                 || "<the failing schedule printed above>".to_string(),
                 |p| p.display().to_string(),
