@@ -39,7 +39,7 @@ unsafe impl RunReuse for ChunkLifo {
         // The first run met in list order (most recent first) among the lowest chunk's.
         let mut best: Option<ListRun> = None;
         bin.for_each(&mut |r| {
-            if best.map_or(true, |b| chunk_of(r.addr()) < chunk_of(b.addr())) {
+            if best.is_none_or(|b| chunk_of(r.addr()) < chunk_of(b.addr())) {
                 best = Some(r);
             }
         });
