@@ -124,7 +124,7 @@ fn programs(quick: bool) -> Vec<Program> {
 }
 
 /// liballoclab.so: next to the running binary (target/release/ when built with
-/// `cargo build --release -p alloclab-preload`), or named by `ALLOCLAB_SO`.
+/// `cargo build --release -p liballoclab`), or named by `ALLOCLAB_SO`.
 pub fn liballoclab() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("ALLOCLAB_SO") {
         return Some(PathBuf::from(p));
@@ -280,7 +280,7 @@ pub fn run_with(
                 let names: Vec<&str> = preloads.iter().map(|p| p.name.as_str()).collect();
                 return Err(format!(
                     "`{k}` cannot be preloaded here (available: {}; liballoclab.so comes from \
-                     `cargo build --release -p alloclab-preload` or ALLOCLAB_SO)",
+                     `cargo build --release -p liballoclab` or ALLOCLAB_SO)",
                     names.join(", ")
                 ));
             }
