@@ -13,6 +13,7 @@
 //! | `fuzz.rs` | the body of a fuzz target for any config: `fuzz::heap_ops::<C>(data)` |
 //! | `machine.rs` | the proptest state machine and counterexample search |
 //! | `spread.rs` | `SpreadArenas`: several arenas from one thread, for the state machine |
+//! | `rng.rs` | the walks' per-thread generator (a seed replays every thread's choices) |
 //! | `threads.rs` | multi-threaded smoke with cross-thread frees |
 //! | `arenas.rs` | arena-choice properties: stability across sizes, thread churn |
 //! | `loom.rs` | loom helpers and the kit's loom model (`--cfg loom` only) |
@@ -22,8 +23,9 @@
 //! The tests in `tests/` use these: `model_based.rs` (every named config), `quickcheck_*.rs`
 //! (size classes, run bitmap, page map), `conformance.rs` (the kit on every built-in policy),
 //! `seeded_*.rs` (seeded bugs and the check that catches each), `regressions.rs` (bugs the
-//! suite found, replayed), `loom_*.rs` (loom models, grouped by the structure they model), `shuttle_*.rs` (shuttle random walks). VERIFY.md at the repository root says what each layer
-//! checks, what it cannot, and how to run a longer campaign.
+//! suite found, replayed), `loom_*.rs` (loom models, grouped by the structure they model), `shuttle_*.rs` (shuttle
+//! random walks). VERIFY.md at the repository root says what each layer checks, what it
+//! cannot, and how to run a longer campaign.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -32,6 +34,7 @@ pub mod coverage;
 pub mod finding;
 pub mod ops;
 pub mod reuse_model;
+mod rng;
 
 pub mod fuzz;
 pub mod harness;

@@ -16,6 +16,7 @@
 //! (`ALLOCLAB_SHUTTLE_SEED`), the schedule reruns the one execution (`ALLOCLAB_SHUTTLE_REPLAY`,
 //! or [`replay`]). VERIFY.md ("Shuttle") has the commands.
 
+use crate::rng::Rng;
 use alloclab_core::{Config, Heap};
 use shuttle::scheduler::{PctScheduler, RandomScheduler, ReplayScheduler, Scheduler};
 use shuttle::sync::{Arc, Mutex};
@@ -241,31 +242,13 @@ fn run<C: Config, S: Scheduler + 'static>(
 /// Stack of each shuttle thread (its own mapping; the main thread of an execution too).
 const STACK_SIZE: usize = 2 << 20;
 
-/// A small deterministic PRNG (xorshift64*), one per thread.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64, thread: usize) -> Rng {
-        Rng((seed ^ (thread as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) % n as u64) as usize
-    }
-
-    /// Mostly small sizes (the hot ones first), some large, rarely huge.
-    fn size(&mut self) -> usize {
-        match self.below(100) {
-            0..=54 => crate::ops::HOT_SIZES[self.below(crate::ops::HOT_SIZES.len())],
-            55..=89 => 1 + self.below(3840),
-            90..=98 => 3841 + self.below(60_000),
-            _ => 1_100_000 + self.below(300_000),
-        }
+/// Mostly small sizes (the hot ones first), some large, rarely huge.
+fn size(rng: &mut Rng) -> usize {
+    match rng.below(100) {
+        0..=54 => crate::ops::HOT_SIZES[rng.below(crate::ops::HOT_SIZES.len())],
+        55..=89 => 1 + rng.below(3840),
+        90..=98 => 3841 + rng.below(60_000),
+        _ => 1_100_000 + rng.below(300_000),
     }
 }
 
@@ -367,7 +350,7 @@ fn thread_walk<C: Config>(heap: &Heap<C>, table: &Table, walk: Walk, me: usize) 
         match rng.below(10) {
             // Allocate (one in four zeroed) and fill.
             0..=3 => {
-                let size = rng.size();
+                let size = size(&mut rng);
                 let zero = rng.below(4) == 0;
                 let p = if zero {
                     heap.calloc(1, size) as usize
@@ -408,7 +391,7 @@ fn thread_walk<C: Config>(heap: &Heap<C>, table: &Table, walk: Walk, me: usize) 
             6..=7 => {
                 if let Some(mut b) = take_mine(table, me, &mut rng) {
                     intact(&b, b.size, &when);
-                    let new_size = rng.size();
+                    let new_size = size(&mut rng);
                     // SAFETY: a live allocation of `heap`, taken out of the table.
                     let q = unsafe { heap.realloc_c(b.ptr as *mut u8, new_size) } as usize;
                     if q == 0 {

@@ -7,29 +7,17 @@
 
 use crate::finding::{Check, Finding};
 use crate::harness::{check_pattern, fill_pattern};
+use crate::rng::Rng;
 use alloclab_core::{Config, Heap};
 use std::sync::{Arc, Mutex};
 
-/// A small deterministic PRNG (xorshift64*), one per thread.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) % n as u64) as usize
-    }
-
-    fn size(&mut self) -> usize {
-        match self.below(100) {
-            0..=59 => crate::ops::HOT_SIZES[self.below(crate::ops::HOT_SIZES.len())],
-            60..=94 => 1 + self.below(3840),
-            95..=98 => 3841 + self.below(200_000),
-            _ => 1_100_000 + self.below(1_000_000),
-        }
+/// Mostly small sizes, some large, rarely huge.
+fn size(rng: &mut Rng) -> usize {
+    match rng.below(100) {
+        0..=59 => crate::ops::HOT_SIZES[rng.below(crate::ops::HOT_SIZES.len())],
+        60..=94 => 1 + rng.below(3840),
+        95..=98 => 3841 + rng.below(200_000),
+        _ => 1_100_000 + rng.below(1_000_000),
     }
 }
 
@@ -67,12 +55,12 @@ pub fn smoke<C: Config>(threads: usize, ops: usize, seed: u64) -> Result<(), Fin
             let heap = heap.clone();
             let exchange = exchange.clone();
             std::thread::spawn(move || -> Result<Vec<Block>, Finding> {
-                let mut rng = Rng((seed ^ (t as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1);
+                let mut rng = Rng::new(seed, t);
                 let mut mine: Vec<Block> = Vec::new();
                 for i in 0..ops {
                     match rng.below(10) {
                         0..=4 => {
-                            let size = rng.size();
+                            let size = size(&mut rng);
                             let p = heap.malloc(size) as usize;
                             if p == 0 {
                                 // A broken policy contract (verification builds) explains
