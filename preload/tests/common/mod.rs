@@ -66,55 +66,54 @@ pub fn scratch(name: &str) -> PathBuf {
 /// Compiles `tests/programs/<name>.c` (once per test binary) with `-O0 -fno-builtin`, so that
 /// the compiler neither folds nor deletes the allocation calls under test.
 pub fn c_program(name: &str) -> PathBuf {
-    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
-    let built = BUILT.get_or_init(Default::default);
-    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = built.get(name) {
-        return p.clone();
-    }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/programs")
-        .join(format!("{name}.c"));
-    let out = scratch("bin").join(format!("{name}-{}", std::process::id()));
-    cc(&[src.as_os_str(), "-o".as_ref(), out.as_os_str()], &[]);
-    built.insert(name.to_string(), out.clone());
-    out
+    built_once(name, "c", |src, out| {
+        cc(&[src.as_os_str(), "-o".as_ref(), out.as_os_str()], &[])
+    })
 }
 
 /// Compiles `tests/programs/<name>.cpp` with `g++` (once per test binary), with the C
 /// programs' flags and C++17.
 pub fn cxx_program(name: &str) -> PathBuf {
+    built_once(name, "cpp", |src, out| {
+        let res = Command::new("g++")
+            .args([
+                "-O0",
+                "-fno-builtin",
+                "-std=c++17",
+                "-Wall",
+                "-Wno-free-nonheap-object",
+            ])
+            .arg(src)
+            .arg("-o")
+            .arg(out)
+            .arg("-ldl")
+            .output()
+            .expect("run g++ (install g++)");
+        assert!(
+            res.status.success(),
+            "g++ {} failed:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&res.stderr)
+        );
+    })
+}
+
+/// The binary of `tests/programs/<name>.<ext>`, made by `build(source, output)` the first time
+/// this test binary asks for it.
+fn built_once(name: &str, ext: &str, build: impl FnOnce(&Path, &Path)) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let built = BUILT.get_or_init(Default::default);
     let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = built.get(name) {
+    let key = format!("{name}.{ext}");
+    if let Some(p) = built.get(&key) {
         return p.clone();
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/programs")
-        .join(format!("{name}.cpp"));
-    let out = scratch("bin").join(format!("{name}-{}", std::process::id()));
-    let res = Command::new("g++")
-        .args([
-            "-O0",
-            "-fno-builtin",
-            "-std=c++17",
-            "-Wall",
-            "-Wno-free-nonheap-object",
-        ])
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .arg("-ldl")
-        .output()
-        .expect("run g++ (install g++)");
-    assert!(
-        res.status.success(),
-        "g++ {} failed:\n{}",
-        src.display(),
-        String::from_utf8_lossy(&res.stderr)
-    );
-    built.insert(name.to_string(), out.clone());
+        .join(&key);
+    let out = scratch("bin").join(format!("{name}-{ext}-{}", std::process::id()));
+    build(&src, &out);
+    built.insert(key, out.clone());
     out
 }
 
