@@ -343,9 +343,19 @@ impl<C: Config> Heap<C> {
         self.allocate_slow(size, align, zero)
     }
 
+    /// The thread cache's fast path of `malloc(size)`: a region popped from the calling
+    /// thread's cache, or `None` when [`Heap::allocate_slow`] must serve it.
+    #[inline(always)]
+    pub fn allocate_fast(&self, size: usize) -> Option<*mut u8> {
+        if !C::Front::CACHE {
+            return None;
+        }
+        self.alloc_from_cache(size, crate::size_class::QUANTUM, false)
+    }
+
     /// `allocate` past the thread cache's fast path: everything.
     #[inline(never)]
-    fn allocate_slow(&self, size: usize, align: usize, zero: bool) -> *mut u8 {
+    pub fn allocate_slow(&self, size: usize, align: usize, zero: bool) -> *mut u8 {
         if !align.is_power_of_two() {
             return ptr::null_mut();
         }
@@ -745,6 +755,7 @@ impl<C: Config> Heap<C> {
     /// # Safety
     /// `ptr` is a live allocation of this heap (or null: then this allocates), not used
     /// afterwards unless null is returned.
+    #[inline]
     pub unsafe fn reallocate(
         &self,
         ptr: *mut u8,
@@ -755,6 +766,53 @@ impl<C: Config> Heap<C> {
         if ptr.is_null() {
             return self.allocate(new_size, align, false);
         }
+        if C::Front::CACHE {
+            // SAFETY: forwarded contract.
+            if let Some(p) =
+                unsafe { self.realloc_in_cache(ptr as usize, new_size, align, copy_limit) }
+            {
+                return p;
+            }
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.reallocate_slow(ptr, new_size, align, copy_limit) }
+    }
+
+    /// The thread cache's fast path of C's `realloc` (alignment 16, no copy limit) for a
+    /// non-null `ptr`: `Some` when it resized or moved a small region without a lock, `None`
+    /// when [`Heap::reallocate_slow`] must do it (which never makes a system call otherwise,
+    /// so a caller that keeps `errno` need only save it for that one).
+    ///
+    /// # Safety
+    /// As for [`Heap::reallocate`], with `ptr` not null.
+    #[inline(always)]
+    pub unsafe fn realloc_fast(&self, ptr: *mut u8, new_size: usize) -> Option<*mut u8> {
+        if !C::Front::CACHE {
+            return None;
+        }
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.realloc_in_cache(
+                ptr as usize,
+                new_size,
+                crate::size_class::QUANTUM,
+                usize::MAX,
+            )
+        }
+    }
+
+    /// `reallocate` past the thread cache's fast path: everything.
+    ///
+    /// # Safety
+    /// As for [`Heap::reallocate`], with `ptr` not null.
+    #[inline(never)]
+    pub unsafe fn reallocate_slow(
+        &self,
+        ptr: *mut u8,
+        new_size: usize,
+        align: usize,
+        copy_limit: usize,
+    ) -> *mut u8 {
         if !align.is_power_of_two() {
             return ptr::null_mut();
         }

@@ -109,8 +109,10 @@ pub trait FrontEnd: 'static {
     /// Whether small requests go through a per-thread cache.
     const CACHE: bool;
     /// Bytes of regions one thread's cache may hold in one heap (`Options::tcache_max_bytes`
-    /// overrides it). Each small class gets an equal share of it, as a count of regions (at
-    /// most 256); a class whose regions do not fit its share is not cached.
+    /// overrides it). Each small class starts with an equal share of a quarter of it, as a
+    /// count of regions (at most 256; a class whose regions do not fit its share is not
+    /// cached), and a class whose stack overflows doubles its count, up to 8192 regions or
+    /// half the bound, while all the counts, in bytes, stay within the bound.
     const MAX_BYTES: usize;
 }
 

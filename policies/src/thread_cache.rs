@@ -2,7 +2,10 @@
 //! jemalloc's tcache and tcmalloc's thread caches: each thread allocates from and frees to its
 //! own stacks, one per small class, without locks; stacks are filled from and flushed to the
 //! arenas in batches, and flushed when the thread exits. `MAX_BYTES` bounds what one thread's
-//! cache holds in one heap (256 KiB by default; `Options::tcache_max_bytes` overrides it).
+//! cache holds in one heap (1 MiB by default; `Options::tcache_max_bytes` overrides it): each
+//! class starts with a share of a quarter of it, and a class that overflows grows into the
+//! rest (as tcmalloc's free lists grow), so that a program that frees and reallocates
+//! thousands of regions of one class stops passing them through the arenas.
 //!
 //! The cache itself is engine machinery (`alloclab-core`, `heap/tcache.rs`); this type selects
 //! it.
@@ -10,7 +13,7 @@
 use alloclab_core::FrontEnd;
 
 /// A per-thread cache holding at most `MAX_BYTES` bytes of small regions per thread and heap.
-pub struct ThreadCache<const MAX_BYTES: usize = { 256 * 1024 }>;
+pub struct ThreadCache<const MAX_BYTES: usize = { 1024 * 1024 }>;
 
 impl<const MAX_BYTES: usize> FrontEnd for ThreadCache<MAX_BYTES> {
     const NAME: &'static str = "thread-cache";

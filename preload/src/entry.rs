@@ -16,12 +16,6 @@ fn set_errno(code: c_int) {
     unsafe { *libc::__errno_location() = code };
 }
 
-/// The calling thread's `errno`, to save and restore with one call to `__errno_location`.
-fn errno_location() -> *mut c_int {
-    // SAFETY: `__errno_location` has no preconditions.
-    unsafe { libc::__errno_location() }
-}
-
 /// `p`, with `errno = ENOMEM` if it is null.
 #[inline(always)]
 fn enomem_if_null(p: *mut u8) -> *mut c_void {
@@ -86,14 +80,8 @@ pub unsafe fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
         unsafe { free(p) };
         return ptr::null_mut();
     }
-    let e = errno_location();
-    // SAFETY: as in `free`.
-    unsafe {
-        let saved = *e;
-        let q = (ops().realloc)(p.cast(), size);
-        *e = if q.is_null() { libc::ENOMEM } else { saved };
-        q.cast()
-    }
+    // SAFETY: as in `free`; the table's `realloc` keeps `errno` or sets `ENOMEM` itself.
+    unsafe { (ops().realloc)(p.cast(), size).cast() }
 }
 
 /// `reallocarray`: `realloc(p, n * size)`, or NULL with `ENOMEM` (block intact) on overflow.

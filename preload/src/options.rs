@@ -446,7 +446,7 @@ pub static OPTIONS: [Opt; 22] = [
         name: "tcache_max",
         values: "bytes|config",
         default: "config",
-        help: "bytes one thread's cache may hold, shared equally by the small classes (config: 262144)",
+        help: "bytes one thread's cache may hold; classes start with equal shares of a quarter and grow into the rest (config: 1048576)",
         set: |c, v| {
             c.tcache_max = if v == FROM_CONFIG {
                 None

@@ -97,7 +97,8 @@ pub struct Ops {
     /// `Heap::free` (aborts with one line on a pointer that is not a live allocation), keeping
     /// `errno`.
     pub free: unsafe fn(*mut u8),
-    /// `Heap::reallocate(ptr, size, 16, usize::MAX)`.
+    /// `Heap::reallocate(ptr, size, 16, usize::MAX)` for a non-null `ptr`, keeping `errno` on
+    /// success and setting `ENOMEM` on failure.
     pub realloc: unsafe fn(*mut u8, usize) -> *mut u8,
     /// `Heap::usable_size`.
     pub usable_size: fn(*const u8) -> Result<usize, FreeError>,
@@ -170,7 +171,18 @@ impl<C: Config> OpsOf<C> {
     };
 
     fn malloc(size: usize) -> *mut u8 {
-        let p = heap::<C>().allocate(size, QUANTUM, false);
+        let h = heap::<C>();
+        if let Some(p) = h.allocate_fast(size) {
+            return p;
+        }
+        Self::malloc_slow(size)
+    }
+
+    /// `malloc` past the cache's fast path, out of line so that the fast path is a leaf
+    /// function and this a tail call.
+    #[inline(never)]
+    fn malloc_slow(size: usize) -> *mut u8 {
+        let p = heap::<C>().allocate_slow(size, QUANTUM, false);
         if p.is_null() {
             enomem();
         }
@@ -188,27 +200,61 @@ impl<C: Config> OpsOf<C> {
     /// # Safety
     /// As for `Heap::free`.
     unsafe fn free(p: *mut u8) {
-        let h = heap::<C>();
         // SAFETY: forwarded contract.
-        if unsafe { h.free_fast(p) } {
+        if unsafe { heap::<C>().free_fast(p) } {
             return;
         }
-        // Only the slow path may make system calls (a contended lock, a purge).
+        // SAFETY: forwarded contract.
+        unsafe { Self::free_slow(p) }
+    }
+
+    /// `free` past the cache's fast path, out of line (a tail call). Only this path may make
+    /// system calls (a contended lock, a purge), so only it saves `errno`.
+    ///
+    /// # Safety
+    /// As for `Heap::free`.
+    #[inline(never)]
+    unsafe fn free_slow(p: *mut u8) {
         // SAFETY: `__errno_location` returns the calling thread's errno, valid for the
         // thread's life; then the forwarded contract.
         unsafe {
             let e = libc::__errno_location();
             let saved = *e;
-            h.free_slow(p);
+            heap::<C>().free_slow(p);
             *e = saved;
         }
     }
 
+    /// Keeps `errno` on success and sets `ENOMEM` on failure.
+    ///
     /// # Safety
-    /// As for `Heap::reallocate`.
+    /// As for `Heap::reallocate`, with `p` not null.
     unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
+        // SAFETY: forwarded contract (`p` is not null: `entry::realloc` allocates for null).
+        if let Some(q) = unsafe { heap::<C>().realloc_fast(p, size) } {
+            return q;
+        }
         // SAFETY: forwarded contract.
-        unsafe { heap::<C>().reallocate(p, size, QUANTUM, usize::MAX) }
+        unsafe { Self::realloc_slow(p, size) }
+    }
+
+    /// `realloc` past the cache's fast path, out of line (a tail call). Only this path may
+    /// make system calls (a contended lock, a purge, `mremap`): `errno` is as it was on
+    /// success, `ENOMEM` on failure.
+    ///
+    /// # Safety
+    /// As for `realloc`.
+    #[inline(never)]
+    unsafe fn realloc_slow(p: *mut u8, size: usize) -> *mut u8 {
+        // SAFETY: `__errno_location` returns the calling thread's errno, valid for the
+        // thread's life; then the forwarded contract.
+        unsafe {
+            let e = libc::__errno_location();
+            let saved = *e;
+            let q = heap::<C>().reallocate_slow(p, size, QUANTUM, usize::MAX);
+            *e = if q.is_null() { libc::ENOMEM } else { saved };
+            q
+        }
     }
 
     fn usable_size(p: *const u8) -> Result<usize, FreeError> {

@@ -8,9 +8,16 @@
 //! gives half its capacity back to the regions' arenas (a flush), each arena locked once.
 //!
 //! - **Bounds.** One thread's cache holds at most `FrontEnd::MAX_BYTES` (or
-//!   `Options::tcache_max_bytes`) bytes in one heap: every small class gets an equal share, as
-//!   a count of at most `MAX_COUNT` regions; a class whose regions do not fit its share goes to
-//!   the arena directly.
+//!   `Options::tcache_max_bytes`) bytes in one heap. Each class has a capacity, in regions:
+//!   it starts at an equal share of a quarter of the bound (at most `BASE_COUNT` regions; a
+//!   class whose regions do not fit goes to the arena directly), and fills and flushes move
+//!   half of that starting capacity (its batch). A class whose stack overflows doubles its
+//!   capacity instead of flushing, up to `MAX_COUNT` regions and half the bound, as long as
+//!   the capacities of all classes, in bytes, stay within the bound (tcmalloc's free lists
+//!   grow the same way). So a program that frees thousands of regions of one class and then
+//!   allocates them again (a tree built and dropped, again and again) stops passing them
+//!   through the arena, while a cache of many classes stays within its share. Capacities
+//!   only grow while a thread lives; a spare cache starts again from the starting ones.
 //! - **Cross-thread frees.** A region freed by another thread goes into *that* thread's cache
 //!   and back to its own arena when flushed: a cache may hold regions of any arena, and a flush
 //!   finds each region's arena through its chunk header.
@@ -46,10 +53,14 @@ use crate::thread;
 use core::cell::Cell;
 use core::ptr;
 
-/// Most regions one class of one cache holds. Under loom, 64: fills, flushes and checks keep
-/// arrays of this many addresses on the stack, and loom's coroutine stacks are small (the
-/// models use a few regions anyway).
-pub(crate) const MAX_COUNT: usize = if cfg!(loom) { 64 } else { 256 };
+/// Most regions one class of one cache starts with.
+pub(crate) const BASE_COUNT: usize = 256;
+/// Most regions one fill or flush moves (half of `BASE_COUNT`). Under loom, 32: fills and
+/// flushes keep arrays of this many addresses on the stack, and loom's coroutine stacks are
+/// small (the models use a few regions anyway).
+pub(crate) const MAX_BATCH: usize = if cfg!(loom) { 32 } else { BASE_COUNT / 2 };
+/// Most regions one class of one cache holds once grown.
+pub(crate) const MAX_COUNT: usize = if cfg!(loom) { 64 } else { 8192 };
 
 /// One class's stack.
 struct CacheBin {
@@ -63,11 +74,16 @@ struct CacheBin {
     absorbed: AtomicU64,
     /// Regions the stack gave back to their runs (the arena counted each as a free).
     flushed: AtomicU64,
+    /// Regions the stack may hold now (see the module's "Bounds"); written by the cache's
+    /// thread only.
+    cap: AtomicUsize,
 }
 
 /// One thread's cache in one heap.
 pub(crate) struct ThreadCache {
     bins: [CacheBin; NBINS],
+    /// Sum over the classes of capacity times region size: never above the bound.
+    cap_bytes: Cell<usize>,
     /// `thread::thread_key()` of the thread it belongs to.
     owner: Cell<usize>,
     /// The pool's list it is on (live or spare), under the pool lock.
@@ -85,8 +101,12 @@ pub(crate) struct CachePool {
     lock: RawLock,
     lists: UnsafeCell<Lists>,
     secret: usize,
-    /// Capacity of each class, in regions (0: not cached).
-    caps: [u16; NBINS],
+    /// Starting capacity of each class, in regions (0: not cached).
+    base: [u16; NBINS],
+    /// Regions one fill or flush of each class moves.
+    batch: [u16; NBINS],
+    /// Capacity each class may grow to.
+    most: [u16; NBINS],
     max_bytes: usize,
 }
 
@@ -105,8 +125,14 @@ impl CachePool {
             usize::MAX => F::MAX_BYTES,
             n => n,
         };
-        let share = max_bytes / NBINS;
-        let caps = core::array::from_fn(|i| (share / bin(i).size as usize).min(MAX_COUNT) as u16);
+        let share = max_bytes / 4 / NBINS;
+        let size = |i| bin(i).size as usize;
+        let base: [u16; NBINS] =
+            core::array::from_fn(|i| (share / size(i)).min(BASE_COUNT).min(MAX_COUNT) as u16);
+        let batch = core::array::from_fn(|i| (base[i] / 2).clamp(base[i].min(1), MAX_BATCH as u16));
+        let most = core::array::from_fn(|i| {
+            (max_bytes / 2 / size(i)).clamp(base[i] as usize, MAX_COUNT) as u16
+        });
         // The secret needs to be unguessable by the program, not strong: the kernel's random
         // word, mixed with the pool's address (ASLR) and id in case there is none.
         #[cfg(not(any(loom, shuttle)))]
@@ -121,7 +147,9 @@ impl CachePool {
                 spare: ptr::null_mut(),
             }),
             secret: secret | 1,
-            caps,
+            base,
+            batch,
+            most,
             max_bytes,
         }
     }
@@ -132,10 +160,23 @@ impl CachePool {
         self.lists.with_mut(|p| f(unsafe { &mut *p }))
     }
 
-    /// Capacity of class `idx` in regions (0: the class is not cached).
+    /// Starting capacity of class `idx` in regions (0: the class is not cached).
     #[inline(always)]
-    pub(crate) fn cap(&self, idx: usize) -> usize {
-        self.caps[idx] as usize
+    pub(crate) fn base(&self, idx: usize) -> usize {
+        self.base[idx] as usize
+    }
+
+    /// Regions one fill or flush of class `idx` moves.
+    #[inline(always)]
+    fn batch(&self, idx: usize) -> usize {
+        self.batch[idx] as usize
+    }
+
+    /// Sum of the starting capacities in bytes.
+    fn base_bytes(&self) -> usize {
+        (0..NBINS)
+            .map(|i| self.base(i) * bin(i).size as usize)
+            .sum()
     }
 
     /// The mark a cached region at `addr` carries in its second word.
@@ -181,10 +222,12 @@ impl ThreadCache {
     #[inline(always)]
     unsafe fn push(&self, pool: &CachePool, idx: usize, addr: usize) {
         let b = &self.bins[idx];
+        // Before the writes, which the compiler cannot tell apart from the pool's secret.
+        let mark = pool.mark(addr);
         // SAFETY: per the contract the region is ours to write (two words at least).
         unsafe {
             (addr as *mut usize).write(b.head.get());
-            (addr as *mut usize).add(1).write(pool.mark(addr));
+            (addr as *mut usize).add(1).write(mark);
         }
         b.head.set(addr);
         b.count.store(b.count.load(Relaxed) + 1, Relaxed);
@@ -207,6 +250,37 @@ impl ThreadCache {
             b.count.store(b.count.load(Relaxed) - 1, Relaxed);
         }
         addr
+    }
+
+    /// Doubles class `idx`'s capacity if the class and the bound allow it; whether it did.
+    ///
+    /// # Safety
+    /// The caller is the cache's thread (or the only one touching it).
+    #[cold]
+    #[inline(never)]
+    unsafe fn grow(&self, pool: &CachePool, idx: usize) -> bool {
+        let b = &self.bins[idx];
+        let cap = b.cap.load(Relaxed);
+        let most = pool.most[idx] as usize;
+        if cap >= most {
+            return false;
+        }
+        let new = (cap * 2).min(most);
+        let bytes = self.cap_bytes.get() + (new - cap) * bin(idx).size as usize;
+        if bytes > pool.max_bytes {
+            return false;
+        }
+        self.cap_bytes.set(bytes);
+        b.cap.store(new, Relaxed);
+        true
+    }
+
+    /// Every class back to its starting capacity (the cache is empty).
+    fn reset_caps(&self, pool: &CachePool) {
+        for (i, b) in self.bins.iter().enumerate() {
+            b.cap.store(pool.base(i), Relaxed);
+        }
+        self.cap_bytes.set(pool.base_bytes());
     }
 }
 
@@ -256,7 +330,9 @@ impl<C: Config> Heap<C> {
                         count: AtomicUsize::new(0),
                         absorbed: AtomicU64::new(0),
                         flushed: AtomicU64::new(0),
+                        cap: AtomicUsize::new(0),
                     }),
+                    cap_bytes: Cell::new(0),
                     owner: Cell::new(0),
                     next: Cell::new(ptr::null_mut()),
                 })
@@ -265,6 +341,7 @@ impl<C: Config> Heap<C> {
         s.caches.with(|l| {
             // SAFETY: `c` is ours (spare, emptied when it was retired, or fresh).
             unsafe {
+                (*c).reset_caps(&s.caches);
                 (*c).owner.set(owner);
                 (*c).next.set(l.live);
             }
@@ -323,60 +400,118 @@ impl<C: Config> Heap<C> {
         Some(p as *mut u8)
     }
 
-    /// The fast path of `free`: whether `addr` was pushed on the calling thread's cache. False
-    /// for anything but a taken region of a cached class (validated as `free_cached` does)
-    /// whose stack has room, in a heap without debug options, from a thread whose cache is in
-    /// its memo: `free_slow` then does everything (flushes, errors, null).
-    ///
-    /// # Safety
-    /// As for `Heap::try_free`.
+    /// The class of `addr` if it is a region of this heap taken from its run and not in any
+    /// cache, validated without a lock as `free_cached` does (page map, page entry, region
+    /// boundary, bitmap bit, cache mark); `None` for anything else, which the locked paths
+    /// then sort out (null, errors, large and huge allocations).
     #[inline(always)]
-    pub(super) unsafe fn free_to_cache(&self, addr: usize) -> bool {
-        let Some(s) = self.shared_if_init() else {
-            return false;
-        };
-        if !s.cache_on {
-            return false;
-        }
+    fn taken_region(s: &Shared<C>, addr: usize) -> Option<usize> {
         let Owner::Chunk(chunk) = s.map.lookup(addr) else {
-            return false;
+            return None;
         };
         let chunk = chunk as *mut ChunkHeader;
         let page = ChunkHeader::page_index(addr);
         if page < CHUNK_HEADER_PAGES {
-            return false;
+            return None;
         }
         // SAFETY: a live chunk of ours, past its header pages; as in `free_cached`, the entry
         // of a page of a live run does not change while one of its regions is taken.
         let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
         let idx = e.bin();
         if e.kind() != SMALL || idx >= NBINS || e.run_offset() > page {
-            return false;
-        }
-        let Some(v) = thread::front_cache(s.pool.heap_id()) else {
-            return false;
-        };
-        // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
-        let c = unsafe { &*(v as *const ThreadCache) };
-        let b = &c.bins[idx];
-        if b.count.load(Relaxed) >= s.caches.cap(idx) {
-            return false;
+            return None;
         }
         let base = ChunkHeader::page_addr(chunk, page - e.run_offset());
-        let Some(region) = bin(idx).region_index(addr - base) else {
+        let region = bin(idx).region_index(addr - base)?;
+        // SAFETY: as in `free_cached`: the entry names a run of bin `idx` at `base`, whose
+        // bitmap words are read atomically; the mark is read from a taken region.
+        let free = unsafe {
+            Run(RunHeader::at(base, idx)).is_free_unlocked(region) || s.caches.marked(addr)
+        };
+        (!free).then_some(idx)
+    }
+
+    /// The calling thread's cache if it is in the thread's memo (the fast paths' way in).
+    #[inline(always)]
+    fn memo_cache(s: &Shared<C>) -> Option<&ThreadCache> {
+        let v = thread::front_cache(s.pool.heap_id())?;
+        // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
+        Some(unsafe { &*(v as *const ThreadCache) })
+    }
+
+    /// The fast path of `free`: whether `addr` was pushed on the calling thread's cache. False
+    /// for anything but a taken region of a cached class (`taken_region`) whose stack has
+    /// room, in a heap without debug options, from a thread whose cache is in its memo:
+    /// `free_slow` then does everything (flushes, errors, null).
+    ///
+    /// # Safety
+    /// As for `Heap::try_free`.
+    #[inline(always)]
+    pub(super) unsafe fn free_to_cache(&self, addr: usize) -> bool {
+        let Some(s) = self.shared_if_init().filter(|s| s.cache_on) else {
             return false;
         };
-        // SAFETY: as in `free_cached`: the entry names a run of bin `idx` at `base`, whose
-        // bitmap words are read atomically; the mark is read from a taken region; then the
-        // region is ours to push, and the class has room.
-        unsafe {
-            if Run(RunHeader::at(base, idx)).is_free_unlocked(region) || s.caches.marked(addr) {
-                return false;
-            }
-            c.push(&s.caches, idx, addr);
+        let Some(idx) = Self::taken_region(s, addr) else {
+            return false;
+        };
+        let Some(c) = Self::memo_cache(s) else {
+            return false;
+        };
+        let b = &c.bins[idx];
+        if b.count.load(Relaxed) >= b.cap.load(Relaxed) {
+            return false;
         }
+        // SAFETY: a taken region, not in any cache, that per the contract nothing uses; our
+        // own cache, whose class has room.
+        unsafe { c.push(&s.caches, idx, addr) };
         b.absorbed.store(b.absorbed.load(Relaxed) + 1, Relaxed);
         true
+    }
+
+    /// The fast path of `reallocate`: a small region resized within its class (the same
+    /// pointer) or moved to another small class through the calling thread's cache (a region
+    /// popped, the bytes copied, the old region pushed: no lock). `None` for anything else,
+    /// including an empty or full stack: the slow path then does everything.
+    ///
+    /// # Safety
+    /// As for `Heap::reallocate`, with `addr` not null.
+    #[inline(always)]
+    pub(super) unsafe fn realloc_in_cache(
+        &self,
+        addr: usize,
+        size: usize,
+        align: usize,
+        copy_limit: usize,
+    ) -> Option<*mut u8> {
+        let s = self.shared_if_init().filter(|s| s.cache_on)?;
+        if !(align <= QUANTUM && size <= SMALL_MAX) {
+            return None;
+        }
+        let old = Self::taken_region(s, addr)?;
+        let new = small_index(size);
+        if new == old {
+            return Some(addr as *mut u8);
+        }
+        let c = Self::memo_cache(s)?;
+        let b = &c.bins[old];
+        if b.count.load(Relaxed) >= b.cap.load(Relaxed) {
+            return None;
+        }
+        // SAFETY: our own cache. A class that is not cached has an empty stack.
+        let p = unsafe { c.pop(new) };
+        if p == 0 {
+            return None;
+        }
+        let n = (bin(old).size as usize).min(size).min(copy_limit);
+        // SAFETY: two distinct regions of at least `n` bytes, the new one ours, the old one
+        // taken (checked above) and per the contract no longer used; it is pushed after the
+        // copy, on a class with room.
+        unsafe {
+            ptr::copy_nonoverlapping(addr as *const u8, p as *mut u8, n);
+            c.push(&s.caches, old, addr);
+        }
+        b.absorbed.store(b.absorbed.load(Relaxed) + 1, Relaxed);
+        Some(p as *mut u8)
     }
 
     /// Pushes `addr`, a taken region of class `idx` that its caller just validated (and
@@ -397,7 +532,7 @@ impl<C: Config> Heap<C> {
         // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
         let c = unsafe { &*(v as *const ThreadCache) };
         let b = &c.bins[idx];
-        if b.count.load(Relaxed) >= s.caches.cap(idx) {
+        if b.count.load(Relaxed) >= b.cap.load(Relaxed) {
             return false;
         }
         // SAFETY: per the contract the region is ours to push; the class has room.
@@ -416,7 +551,7 @@ impl<C: Config> Heap<C> {
         size: usize,
         zero: bool,
     ) -> Option<*mut u8> {
-        if s.caches.cap(idx) == 0 {
+        if s.caches.base(idx) == 0 {
             return None;
         }
         let c = Self::thread_cache(s)?;
@@ -435,16 +570,16 @@ impl<C: Config> Heap<C> {
         Some(p as *mut u8)
     }
 
-    /// Takes half of class `idx`'s capacity from an arena into the (empty) stack under one
-    /// lock, and returns one of them, popped (0 if the OS refused memory).
+    /// Takes a batch of class `idx` from an arena into the (empty) stack under one lock, and
+    /// returns one of them, popped (0 if the OS refused memory).
     #[cold]
     #[inline(never)]
     fn fill(&self, s: &Shared<C>, c: &ThreadCache, idx: usize, size: usize) -> usize {
         let Some(a) = self.choose_arena(s, size) else {
             return 0;
         };
-        let n = (s.caches.cap(idx) / 2).max(1);
-        let mut taken = [0usize; MAX_COUNT];
+        let n = s.caches.batch(idx);
+        let mut taken = [0usize; MAX_BATCH];
         let taken = &mut taken[..n];
         let got = a.with(|inner| inner.alloc_small_batch(idx, taken, a, a.index(), &s.map));
         if got == 0 {
@@ -491,10 +626,9 @@ impl<C: Config> Heap<C> {
             return None;
         }
         let idx = e.bin();
-        if idx >= NBINS || e.run_offset() > page || s.caches.cap(idx) == 0 {
+        if idx >= NBINS || e.run_offset() > page || s.caches.base(idx) == 0 {
             return None;
         }
-        let cap = s.caches.cap(idx);
         let c = Self::thread_cache(s)?;
         let base = ChunkHeader::page_addr(chunk, page - e.run_offset());
         let Some(region) = bin(idx).region_index(addr - base) else {
@@ -512,8 +646,9 @@ impl<C: Config> Heap<C> {
                 // In a cache: freed already.
                 return Some(Err(FreeError::Freed));
             }
-            if c.bins[idx].count.load(Relaxed) >= cap {
-                Self::flush(c, idx, (cap / 2).max(1));
+            let b = &c.bins[idx];
+            if b.count.load(Relaxed) >= b.cap.load(Relaxed) && !c.grow(&s.caches, idx) {
+                Self::flush(c, idx, s.caches.batch(idx));
             }
             c.push(&s.caches, idx, addr);
             let absorbed = &c.bins[idx].absorbed;
@@ -529,11 +664,11 @@ impl<C: Config> Heap<C> {
     #[cold]
     #[inline(never)]
     unsafe fn flush(c: &ThreadCache, idx: usize, n: usize) {
-        let mut regions = [0usize; MAX_COUNT];
+        let mut regions = [0usize; MAX_BATCH];
         let b = &c.bins[idx];
         let mut p = b.head.get();
         let mut k = 0;
-        while p != 0 && k < n.min(MAX_COUNT) {
+        while p != 0 && k < n.min(MAX_BATCH) {
             regions[k] = p;
             k += 1;
             // SAFETY: per the contract, the stack's regions are ours; each leaves it unmarked.
@@ -596,7 +731,7 @@ impl<C: Config> Heap<C> {
         for idx in 0..NBINS {
             while c.bins[idx].head.get() != 0 {
                 // SAFETY: forwarded contract.
-                unsafe { Self::flush(c, idx, MAX_COUNT) };
+                unsafe { Self::flush(c, idx, MAX_BATCH) };
             }
         }
     }
@@ -670,16 +805,21 @@ impl<C: Config> Heap<C> {
             while !c.is_null() {
                 // SAFETY: live caches, listed under the pool lock.
                 let cache = unsafe { &*c };
-                let mut bytes = 0;
+                let (mut bytes, mut cap_bytes) = (0, 0);
                 for (i, b) in cache.bins.iter().enumerate() {
                     let n = b.count.load(Relaxed);
-                    if n > s.caches.cap(i) {
+                    let cap = b.cap.load(Relaxed);
+                    if n > cap {
                         return bad("a class holds more regions than its capacity");
                     }
+                    if cap < s.caches.base(i) || cap > s.caches.most[i] as usize {
+                        return bad("a class's capacity is outside its range");
+                    }
                     bytes += n * bin(i).size as usize;
+                    cap_bytes += cap * bin(i).size as usize;
                 }
-                if bytes > s.caches.max_bytes {
-                    return bad("a cache holds more bytes than its bound");
+                if bytes > s.caches.max_bytes || cap_bytes > s.caches.max_bytes {
+                    return bad("a cache holds, or may hold, more bytes than its bound");
                 }
                 if cache.owner.get() == me {
                     self.check_own_cache(s, cache)?;
@@ -693,14 +833,14 @@ impl<C: Config> Heap<C> {
     fn check_own_cache(&self, s: &Shared<C>, c: &ThreadCache) -> Result<(), Violation> {
         let bad = |what, at| Err(Violation::new(ViolationKind::ThreadCache(what)).at(at));
         for (idx, b) in c.bins.iter().enumerate() {
-            let mut seen = [0usize; MAX_COUNT];
             let mut n = 0;
             let mut p = b.head.get();
             while p != 0 {
-                if n == MAX_COUNT || seen[..n].contains(&p) {
+                // A region on the stack twice makes it loop (its link is the same both times),
+                // so the walk outruns any capacity.
+                if n == b.cap.load(Relaxed) {
                     return bad("a stack is longer than the capacity, or loops", p);
                 }
-                seen[n] = p;
                 n += 1;
                 let Owner::Chunk(chunk) = s.map.lookup(p) else {
                     return bad("a cached region is not in a chunk of this heap", p);
