@@ -5,6 +5,11 @@
 //! mapping covers, so a free or a lookup finds it in O(1) and can tell an interior pointer.
 //! Growing tries `mremap` in place, then moves the pages to a fresh aligned reservation with
 //! `MREMAP_FIXED` (no copy). Fresh mappings are zero: a zeroed huge allocation is free.
+//!
+//! The records live in `HUGE_SHARDS` shards, each with its own lock, list and counters: an
+//! allocation goes to the shard its thread hashes to and stays there (the record names it), so
+//! threads that allocate and free huge blocks at the same time rarely share a lock, and no
+//! lock is held across a system call. Statistics and checks visit every shard.
 
 use crate::base::Base;
 use crate::error::FreeError;
@@ -16,11 +21,16 @@ use crate::size_class::{round_up, CHUNK};
 use crate::sync::{loom_const_fn, UnsafeCell};
 use core::ptr;
 
+/// Shards of the huge records (a power of two).
+const HUGE_SHARDS: usize = 4;
+
 /// One huge allocation.
 pub(crate) struct HugeRecord {
     addr: usize,
     size: usize,
     align: usize,
+    /// The shard whose list holds the record.
+    shard: usize,
     prev: *mut HugeRecord,
     next: *mut HugeRecord,
 }
@@ -43,8 +53,13 @@ pub(crate) struct HugeStats {
     pub frees: u64,
 }
 
-/// The heap's huge allocations.
+/// The heap's huge allocations: `HUGE_SHARDS` independent shards.
 pub(crate) struct Huge {
+    shards: [HugeShard; HUGE_SHARDS],
+}
+
+/// One shard: a lock over a list of records and its counters.
+struct HugeShard {
     lock: RawLock,
     inner: UnsafeCell<HugeInner>,
 }
@@ -52,14 +67,135 @@ pub(crate) struct Huge {
 // SAFETY: `inner` and the records on its lists are reached only with `lock` held (a record's
 // address and size are also read by the thread that owns the allocation, which no other
 // thread may free concurrently).
-unsafe impl Sync for Huge {}
+unsafe impl Sync for HugeShard {}
 // SAFETY: as above.
-unsafe impl Send for Huge {}
+unsafe impl Send for HugeShard {}
 
 impl Huge {
     loom_const_fn! {
         pub fn new() -> Huge {
             Huge {
+                shards: [
+                    HugeShard::new(),
+                    HugeShard::new(),
+                    HugeShard::new(),
+                    HugeShard::new(),
+                ],
+            }
+        }
+    }
+
+    /// The shard of the calling thread.
+    fn mine(&self) -> usize {
+        // Thread keys are addresses (or spaced like them): a multiplicative hash's top bits.
+        let h = crate::thread::thread_key().wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        h >> (usize::BITS - HUGE_SHARDS.trailing_zeros())
+    }
+
+    /// The shard that holds `rec`.
+    ///
+    /// # Safety
+    /// `rec` is a live record of this heap (from its page map).
+    unsafe fn shard_of(&self, rec: usize) -> &HugeShard {
+        // SAFETY: per the contract; the field is fixed while the record is live.
+        &self.shards[unsafe { (*(rec as *const HugeRecord)).shard } % HUGE_SHARDS]
+    }
+
+    /// Maps `bytes` (a page multiple) aligned to `align`; null if the OS refuses.
+    pub fn alloc(&self, bytes: usize, align: usize, base: &Base, map: &PageMap) -> *mut u8 {
+        let i = self.mine();
+        self.shards[i].alloc(i, bytes, align, base, map)
+    }
+
+    /// Unmaps the huge allocation at `addr`.
+    ///
+    /// # Safety
+    /// `rec` came from this heap's page map for `addr` and `usable(rec, addr)` succeeded.
+    pub unsafe fn free(&self, rec: usize, map: &PageMap) {
+        // SAFETY: forwarded contract.
+        unsafe { self.shard_of(rec).free(rec, map) }
+    }
+
+    /// Resizes the huge allocation at `rec` to `bytes` (page multiple, beyond `LARGE_MAX`),
+    /// moving its pages if needed. Returns the new address, or null if the OS refused (the
+    /// allocation is then unchanged).
+    ///
+    /// # Safety
+    /// As for `free`.
+    pub unsafe fn resize(&self, rec: usize, bytes: usize, map: &PageMap) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        unsafe { self.shard_of(rec).resize(rec, bytes, map) }
+    }
+
+    /// Checks that `addr`, whose page-map record is `rec`, starts a live huge allocation;
+    /// returns its usable size.
+    ///
+    /// # Safety
+    /// `rec` came from this heap's page map.
+    pub unsafe fn usable(rec: usize, addr: usize) -> Result<usize, FreeError> {
+        let rec = rec as *const HugeRecord;
+        // SAFETY: records referenced by the page map are live (cleared before reuse).
+        let (a, s) = unsafe { ((*rec).addr, (*rec).size) };
+        if a != addr {
+            return Err(FreeError::Interior);
+        }
+        Ok(s)
+    }
+
+    /// The shards' counters, added up (each shard's are read under its lock).
+    pub fn stats(&self) -> HugeStats {
+        let mut t = HugeStats::default();
+        for sh in &self.shards {
+            let s = sh.stats();
+            t.live += s.live;
+            t.allocated += s.allocated;
+            t.allocations += s.allocations;
+            t.frees += s.frees;
+        }
+        t
+    }
+
+    /// Every shard's records and counters (see `HugeShard::check`).
+    pub fn check(&self, map: &PageMap) -> Result<(), Violation> {
+        for (i, sh) in self.shards.iter().enumerate() {
+            sh.check(i, map)?;
+        }
+        Ok(())
+    }
+
+    /// Unmaps every huge allocation (heap drop).
+    ///
+    /// # Safety
+    /// No huge allocation is used afterwards.
+    pub unsafe fn release_all(&self, map: &PageMap) {
+        for sh in &self.shards {
+            // SAFETY: forwarded contract.
+            unsafe { sh.release_all(map) };
+        }
+    }
+
+    /// Takes every shard's lock, in order (fork).
+    pub(crate) fn lock(&self) {
+        for sh in &self.shards {
+            sh.lock.lock();
+        }
+    }
+    pub(crate) fn unlock(&self) {
+        for sh in self.shards.iter().rev() {
+            sh.lock.unlock();
+        }
+    }
+    pub(crate) fn reset_lock(&self) {
+        for sh in &self.shards {
+            sh.lock.reset();
+        }
+    }
+}
+
+impl HugeShard {
+    loom_const_fn! {
+        fn new() -> HugeShard {
+            HugeShard {
                 lock: RawLock::new(),
                 inner: UnsafeCell::new(HugeInner {
                     list: ptr::null_mut(),
@@ -79,8 +215,15 @@ impl Huge {
         self.inner.with_mut(|p| f(unsafe { &mut *p }))
     }
 
-    /// Maps `bytes` (a page multiple) aligned to `align`; null if the OS refuses.
-    pub fn alloc(&self, bytes: usize, align: usize, base: &Base, map: &PageMap) -> *mut u8 {
+    /// `Huge::alloc`, in this shard (number `shard`).
+    fn alloc(
+        &self,
+        shard: usize,
+        bytes: usize,
+        align: usize,
+        base: &Base,
+        map: &PageMap,
+    ) -> *mut u8 {
         let align = align.max(CHUNK);
         let Some(mem) = os::map_aligned(bytes, align) else {
             return ptr::null_mut();
@@ -112,6 +255,7 @@ impl Huge {
                 addr,
                 size: bytes,
                 align,
+                shard,
                 prev: ptr::null_mut(),
                 next: ptr::null_mut(),
             })
@@ -143,26 +287,11 @@ impl Huge {
         mem.as_ptr()
     }
 
-    /// Checks that `addr`, whose page-map record is `rec`, starts a live huge allocation;
-    /// returns its usable size.
+    /// `Huge::free`, for a record of this shard.
     ///
     /// # Safety
-    /// `rec` came from this heap's page map.
-    pub unsafe fn usable(rec: usize, addr: usize) -> Result<usize, FreeError> {
-        let rec = rec as *const HugeRecord;
-        // SAFETY: records referenced by the page map are live (cleared before reuse).
-        let (a, s) = unsafe { ((*rec).addr, (*rec).size) };
-        if a != addr {
-            return Err(FreeError::Interior);
-        }
-        Ok(s)
-    }
-
-    /// Unmaps the huge allocation at `addr`.
-    ///
-    /// # Safety
-    /// `rec` came from this heap's page map for `addr` and `usable(rec, addr)` succeeded.
-    pub unsafe fn free(&self, rec: usize, map: &PageMap) {
+    /// As for `Huge::free`.
+    unsafe fn free(&self, rec: usize, map: &PageMap) {
         let rec = rec as *mut HugeRecord;
         // SAFETY: the record is live (contract); it is unlinked under the lock.
         let (addr, size) = unsafe { ((*rec).addr, (*rec).size) };
@@ -191,13 +320,11 @@ impl Huge {
         unsafe { os::unmap(addr as *mut u8, size) };
     }
 
-    /// Resizes the huge allocation at `rec` to `bytes` (page multiple, beyond `LARGE_MAX`),
-    /// moving its pages if needed. Returns the new address, or null if the OS refused (the
-    /// allocation is then unchanged).
+    /// `Huge::resize`, for a record of this shard.
     ///
     /// # Safety
-    /// As for `free`.
-    pub unsafe fn resize(&self, rec: usize, bytes: usize, map: &PageMap) -> *mut u8 {
+    /// As for `Huge::free`.
+    unsafe fn resize(&self, rec: usize, bytes: usize, map: &PageMap) -> *mut u8 {
         // Under the lock throughout, so that `check` never sees the record and the page map
         // disagree mid-move.
         self.with(|h| {
@@ -277,7 +404,7 @@ impl Huge {
         }
     }
 
-    pub fn stats(&self) -> HugeStats {
+    fn stats(&self) -> HugeStats {
         self.with(|h| HugeStats {
             live: h.live,
             allocated: h.allocated,
@@ -286,14 +413,22 @@ impl Huge {
         })
     }
 
-    /// Every live record is found by the page map for each chunk it covers; counters add up.
-    pub fn check(&self, map: &PageMap) -> Result<(), Violation> {
+    /// Every live record of shard `me` names it and is found by the page map for each chunk
+    /// it covers; counters add up.
+    fn check(&self, me: usize, map: &PageMap) -> Result<(), Violation> {
         self.with(|h| {
             let (mut n, mut bytes) = (0, 0);
             let mut r = h.list;
             while !r.is_null() {
                 // SAFETY: records on the list are live, under the lock.
-                let (addr, size, next) = unsafe { ((*r).addr, (*r).size, (*r).next) };
+                let (addr, size, next, shard) =
+                    unsafe { ((*r).addr, (*r).size, (*r).next, (*r).shard) };
+                if shard != me {
+                    return Err(Violation::new(ViolationKind::Huge(
+                        "a record is on another shard's list than it names",
+                    ))
+                    .at(addr));
+                }
                 let mut a = addr;
                 while a < addr + size {
                     if map.lookup(a) != Owner::Huge(r as usize) {
@@ -323,11 +458,9 @@ impl Huge {
         })
     }
 
-    /// Unmaps every huge allocation (heap drop).
-    ///
     /// # Safety
-    /// No huge allocation is used afterwards.
-    pub unsafe fn release_all(&self, map: &PageMap) {
+    /// As for `Huge::release_all`.
+    unsafe fn release_all(&self, map: &PageMap) {
         self.with(|h| {
             let mut r = h.list;
             while !r.is_null() {
@@ -340,15 +473,5 @@ impl Huge {
             }
             h.list = ptr::null_mut();
         });
-    }
-
-    pub(crate) fn lock(&self) {
-        self.lock.lock();
-    }
-    pub(crate) fn unlock(&self) {
-        self.lock.unlock();
-    }
-    pub(crate) fn reset_lock(&self) {
-        self.lock.reset();
     }
 }

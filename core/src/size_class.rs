@@ -117,14 +117,12 @@ pub const fn class_size(index: usize) -> usize {
 /// Small class index for a request of `size` bytes (`1..=SMALL_MAX`; 0 is treated as 1).
 #[inline(always)]
 pub const fn small_index(size: usize) -> usize {
+    // `(size - 1) / step` counts whole steps below the size: the class's rank within its
+    // spacing, without a division (the steps are powers of two) or a branch for 0.
     if size <= QUANTUM_MAX {
-        if size == 0 {
-            0
-        } else {
-            size.div_ceil(QUANTUM) - 1
-        }
+        size.saturating_sub(1) / QUANTUM
     } else {
-        QUANTUM_MAX / QUANTUM + size.div_ceil(WIDE_STEP) - 2
+        QUANTUM_MAX / QUANTUM - 1 + (size - 1) / WIDE_STEP
     }
 }
 

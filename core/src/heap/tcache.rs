@@ -411,11 +411,9 @@ impl<C: Config> Heap<C> {
         };
         let chunk = chunk as *mut ChunkHeader;
         let page = ChunkHeader::page_index(addr);
-        if page < CHUNK_HEADER_PAGES {
-            return None;
-        }
-        // SAFETY: a live chunk of ours, past its header pages; as in `free_cached`, the entry
-        // of a page of a live run does not change while one of its regions is taken.
+        // SAFETY: a live chunk of ours; as in `free_cached`, the entry of a page of a live
+        // run does not change while one of its regions is taken. (Header pages have entries
+        // too, of kind `META`, which the kind check refuses.)
         let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
         let idx = e.bin();
         if e.kind() != SMALL || idx >= NBINS || e.run_offset() > page {
@@ -507,7 +505,7 @@ impl<C: Config> Heap<C> {
         // taken (checked above) and per the contract no longer used; it is pushed after the
         // copy, on a class with room.
         unsafe {
-            ptr::copy_nonoverlapping(addr as *const u8, p as *mut u8, n);
+            copy_region(addr, p, n);
             c.push(&s.caches, old, addr);
         }
         b.absorbed.store(b.absorbed.load(Relaxed) + 1, Relaxed);
@@ -901,6 +899,32 @@ impl<C: Config> Heap<C> {
                 }
             }
         });
+    }
+}
+
+/// Copies the first `n` bytes of the small region at `from` to the small region at `to`,
+/// inline for a few 16-byte units (most moves between small classes are short; a call to
+/// `memcpy` costs more than the copy), with `memcpy` beyond.
+///
+/// # Safety
+/// Two distinct small regions, each at least `n` bytes long. Small classes are multiples of
+/// 16 bytes, so both hold `n` rounded up to 16 (the bytes past `n` may be uninitialized: they
+/// are copied as `MaybeUninit`).
+#[inline(always)]
+unsafe fn copy_region(from: usize, to: usize, n: usize) {
+    type Unit = core::mem::MaybeUninit<[u64; 2]>;
+    let (src, dst) = (from as *const Unit, to as *mut Unit);
+    // SAFETY: per the contract, both regions hold every unit copied.
+    unsafe {
+        match n.div_ceil(16) {
+            0 => {}
+            1 => dst.write(src.read()),
+            2 => {
+                dst.write(src.read());
+                dst.add(1).write(src.add(1).read());
+            }
+            _ => ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, n),
+        }
     }
 }
 
