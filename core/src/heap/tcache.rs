@@ -48,7 +48,10 @@ use crate::policy::{Config, FrontEnd, Options};
 use crate::run::{Run, RunHeader};
 use crate::size_class::{bin, small_index, CHUNK_HEADER_PAGES, NBINS, QUANTUM, SMALL_MAX};
 use crate::sync::untracked::{AtomicU64, AtomicUsize};
-use crate::sync::{Ordering::Relaxed, UnsafeCell};
+use crate::sync::{
+    Ordering::{Acquire, Relaxed, Release},
+    UnsafeCell,
+};
 use crate::thread;
 use core::cell::Cell;
 use core::ptr;
@@ -59,8 +62,9 @@ pub(crate) const BASE_COUNT: usize = 256;
 /// flushes keep arrays of this many addresses on the stack, and loom's coroutine stacks are
 /// small (the models use a few regions anyway).
 pub(crate) const MAX_BATCH: usize = if cfg!(loom) { 32 } else { BASE_COUNT / 2 };
-/// Most regions one class of one cache holds once grown.
-pub(crate) const MAX_COUNT: usize = if cfg!(loom) { 64 } else { 8192 };
+/// Most regions one class of one cache holds once grown. Under loom, 8: the models stay
+/// small, and a class still grows once and then flushes.
+pub(crate) const MAX_COUNT: usize = if cfg!(loom) { 8 } else { 8192 };
 
 /// One class's stack.
 struct CacheBin {
@@ -230,7 +234,9 @@ impl ThreadCache {
             (addr as *mut usize).add(1).write(mark);
         }
         b.head.set(addr);
-        b.count.store(b.count.load(Relaxed) + 1, Relaxed);
+        // Release: a thread that reads this count (`check_caches`) sees the capacity that
+        // allowed it.
+        b.count.store(b.count.load(Relaxed) + 1, Release);
     }
 
     /// Pops the top region of class `idx` (0 if empty), its mark cleared.
@@ -805,7 +811,9 @@ impl<C: Config> Heap<C> {
                 let cache = unsafe { &*c };
                 let (mut bytes, mut cap_bytes) = (0, 0);
                 for (i, b) in cache.bins.iter().enumerate() {
-                    let n = b.count.load(Relaxed);
+                    // The count first (acquire, pairing with `push`), then a capacity at
+                    // least as new as the one the count was pushed under.
+                    let n = b.count.load(Acquire);
                     let cap = b.cap.load(Relaxed);
                     if n > cap {
                         return bad("a class holds more regions than its capacity");
