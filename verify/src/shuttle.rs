@@ -313,22 +313,33 @@ fn execution<C: Config>(walk: Walk) {
         // SAFETY: a live allocation of `heap`, in no thread's hands, freed once.
         unsafe { heap.free(b.ptr as *mut u8) };
     }
-    if let Err(v) = heap.check_invariants() {
-        panic!("after freeing every block: {v}");
-    }
+    // The end checks' failures are raised last, once the heap is gone: what runs after a
+    // panic (a heap's drop takes locks, which are scheduling points) is not in the schedule
+    // shuttle records, so a replay of it would end early.
+    let mut failure = heap
+        .check_invariants()
+        .err()
+        .map(|v| format!("after freeing every block: {v}"));
     let st = heap.stats();
-    assert_eq!(
-        st.allocated, 0,
-        "every block freed, but the statistics count {} bytes allocated",
-        st.allocated
-    );
+    if failure.is_none() && st.allocated != 0 {
+        failure = Some(format!(
+            "every block freed, but the statistics count {} bytes allocated",
+            st.allocated
+        ));
+    }
     heap.flush_thread_cache();
     let st = heap.stats();
-    assert_eq!(
-        st.cached, 0,
-        "every thread exited or flushed, but {} bytes are cached",
-        st.cached
-    );
+    if failure.is_none() && st.cached != 0 {
+        failure = Some(format!(
+            "every thread exited or flushed, but {} bytes are cached",
+            st.cached
+        ));
+    }
+    drop(heap);
+    drop(table);
+    if let Some(f) = failure {
+        panic!("{f}");
+    }
 }
 
 /// Takes a random block held by `me` out of the table (so no other thread checks it while
