@@ -87,7 +87,7 @@ for target in $(cd fuzz && cargo fuzz list); do
     rm -rf "$scratch" "$scratch.log"
 done
 
-step "the policy template (examples/policy-template): format, lints, kit, drop-in malloc, loom, fuzz"
+step "the policy template (examples/policy-template): format, lints, kit, drop-in malloc, loom, shuttle, fuzz"
 # A crate of its own, as a user's is: built into this target directory to share dependencies.
 template_target="${CARGO_TARGET_DIR:-target}"
 case "$template_target" in /*) ;; *) template_target="$PWD/$template_target" ;; esac
@@ -98,6 +98,10 @@ case "$template_target" in /*) ;; *) template_target="$PWD/$template_target" ;; 
     cargo test --workspace --target-dir "$template_target"
     RUSTFLAGS="--cfg loom" cargo test --release --no-default-features --test loom \
         --target-dir "$template_target/loom"
+    # The shuttle walks, built as the suite's shuttle step is (the same RUSTFLAGS), so that
+    # the crates they share are built once.
+    RUSTFLAGS="--cfg shuttle --cfg alloclab_seeded" cargo test --release --no-default-features \
+        --test shuttle --target-dir "$verify_target/shuttle"
 )
 # The template's fuzz target, as a user runs it, sharing the build of the targets above.
 scratch="$(mktemp -d)"
