@@ -101,7 +101,7 @@ case "$template_target" in /*) ;; *) template_target="$PWD/$template_target" ;; 
     # The shuttle walks, built as the suite's shuttle step is (the same RUSTFLAGS), so that
     # the crates they share are built once.
     RUSTFLAGS="--cfg shuttle --cfg alloclab_seeded" cargo test --release --no-default-features \
-        --test shuttle --target-dir "$verify_target/shuttle"
+        --test shuttle --target-dir "$template_target/shuttle"
 )
 # The template's fuzz target, as a user runs it, sharing the build of the targets above.
 scratch="$(mktemp -d)"
