@@ -387,7 +387,9 @@ impl<C: Config> Heap<C> {
         zero: bool,
     ) -> Option<*mut u8> {
         let s = self.shared_if_init()?;
-        if !(s.cache_on && align <= QUANTUM && size <= SMALL_MAX) {
+        // No `cache_on` test: a thread's memo holds a cache only in a heap whose cache is on
+        // (only `alloc_cached` and `free_cached` bind one, and only there).
+        if !(align <= QUANTUM && size <= SMALL_MAX) {
             return None;
         }
         let idx = small_index(size);
@@ -452,7 +454,8 @@ impl<C: Config> Heap<C> {
     /// As for `Heap::try_free`.
     #[inline(always)]
     pub(super) unsafe fn free_to_cache(&self, addr: usize) -> bool {
-        let Some(s) = self.shared_if_init().filter(|s| s.cache_on) else {
+        // No `cache_on` test: as in `alloc_from_cache`, the memo check below covers it.
+        let Some(s) = self.shared_if_init() else {
             return false;
         };
         let Some(idx) = Self::taken_region(s, addr) else {
@@ -487,7 +490,8 @@ impl<C: Config> Heap<C> {
         align: usize,
         copy_limit: usize,
     ) -> Option<*mut u8> {
-        let s = self.shared_if_init().filter(|s| s.cache_on)?;
+        // No `cache_on` test: as in `alloc_from_cache`, the memo check below covers it.
+        let s = self.shared_if_init()?;
         if !(align <= QUANTUM && size <= SMALL_MAX) {
             return None;
         }
