@@ -768,9 +768,8 @@ impl<C: Config> Heap<C> {
         }
         if C::Front::CACHE {
             // SAFETY: forwarded contract.
-            if let Some(p) =
-                unsafe { self.realloc_in_cache(ptr as usize, new_size, align, copy_limit) }
-            {
+            let fast = unsafe { self.realloc_in_cache(ptr as usize, new_size, align, copy_limit) };
+            if let Some(p) = fast {
                 return p;
             }
         }
