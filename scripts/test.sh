@@ -5,7 +5,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n=== %s ===\n' "$*"; }
+# Each banner also says how long the step before it took (and the last line the total).
+step_started=$SECONDS
+step() {
+    if [ -n "${step_name:-}" ]; then
+        printf '=== %s: %d s ===\n' "$step_name" $((SECONDS - step_started))
+    fi
+    step_name="$*"
+    step_started=$SECONDS
+    printf '\n=== %s ===\n' "$*"
+}
+trap 'if [ $? -eq 0 ] && [ -n "${step_name:-}" ]; then printf "=== %s: %d s ===\n=== all steps passed in %d s ===\n" "$step_name" $((SECONDS - step_started)) "$SECONDS"; fi' EXIT
 
 step "set-up: what a fresh machine lacks"
 # The suite needs more than cargo: rustfmt and clippy, the programs liballoclab.so's tests run
@@ -87,7 +97,7 @@ for target in $(cd fuzz && cargo fuzz list); do
     rm -rf "$scratch" "$scratch.log"
 done
 
-step "the policy template (examples/policy-template): format, lints, kit, drop-in malloc, loom, shuttle, fuzz"
+step "the policy template (examples/policy-template): format, lints, kit, drop-in malloc"
 # A crate of its own, as a user's is: built into this target directory to share dependencies.
 template_target="${CARGO_TARGET_DIR:-target}"
 case "$template_target" in /*) ;; *) template_target="$PWD/$template_target" ;; esac
@@ -96,13 +106,22 @@ case "$template_target" in /*) ;; *) template_target="$PWD/$template_target" ;; 
     cargo fmt --all --check
     cargo clippy --workspace --all-targets --target-dir "$template_target" -- -D warnings
     cargo test --workspace --target-dir "$template_target"
+)
+step "the policy template: its loom test"
+(
+    cd examples/policy-template
     RUSTFLAGS="--cfg loom" cargo test --release --no-default-features --test loom \
         --target-dir "$template_target/loom"
-    # The shuttle walks, built as the suite's shuttle step is (the same RUSTFLAGS), so that
-    # the crates they share are built once.
+)
+step "the policy template: its shuttle walks"
+(
+    cd examples/policy-template
+    # Built as the suite's shuttle step is (the same RUSTFLAGS, the same target directory), so
+    # that the crates they share are built once.
     RUSTFLAGS="--cfg shuttle --cfg alloclab_seeded" cargo test --release --no-default-features \
         --test shuttle --target-dir "$template_target/shuttle"
 )
+step "the policy template: its fuzz target"
 # The template's fuzz target, as a user runs it, sharing the build of the targets above.
 scratch="$(mktemp -d)"
 if ! (cd examples/policy-template/fuzz && cargo fuzz run -s none --target-dir "$PWD/../../../fuzz/target" \
