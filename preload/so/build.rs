@@ -1,6 +1,9 @@
 //! Link-time choices that make liballoclab.so cheaper to load: it is preloaded into every
 //! process of a program, so what the dynamic loader does with it is paid at every start-up
-//! (issue 11's start-up target; `scripts/startup-order.sh` has the measurements).
+//! (issue 11's start-up target). Measured on a tiny program (`malloc(64)`, about 0.75 ms a
+//! run under glibc on the two-core test machine), each step against the one before: without
+//! libgcc_s, 7 page faults and 9 system calls fewer and about 90 us less a run; the ordering
+//! file, 7 page faults and about 30 us; packed relocations, 3 page faults and about 6 us.
 //!
 //! - The unwinder is linked in instead of depending on libgcc_s.so.1. Rust's standard library
 //!   calls `_Unwind_*` (the panic and backtrace machinery; the release profile aborts on panic,
@@ -10,7 +13,8 @@
 //!   same unwinder as a static archive (what `gcc -static-libgcc` links): taken whole, ahead of
 //!   the standard library's `-lgcc_s`, it defines every `_Unwind_*` symbol first, so the linker
 //!   (which links shared libraries only as needed) leaves libgcc_s out. The symbols stay local
-//!   to the library (rustc exports only the C API from a cdylib).
+//!   to the library (rustc exports only the C API from a cdylib). GCC 12's unwinder finds
+//!   unwind tables with glibc's `_dl_find_object` (2.35; the library needed 2.34 already).
 //! - The code and data that start-up runs and touches are laid out together
 //!   (`startup.order`, a symbol ordering file), so that they fault in as a few pages instead of
 //!   one page each across 1.3 MB of code. The file names symbols exactly, as this toolchain
