@@ -5,8 +5,9 @@
 #
 # The file names symbols exactly as the current toolchain mangles them for the release
 # profile: after a Rust update (or a change of the release profile, the workspace's version or
-# its dependencies), run this again. A stale file costs only speed: names it lists that no
-# longer exist are skipped.
+# its dependencies), run this again; edits to the code rename only the few internal symbols
+# that LLVM suffixes with `.llvm.<hash>`. A stale file costs only speed: names it lists that
+# no longer exist are skipped.
 #
 # Needs valgrind (callgrind) and a C compiler. Functions: those callgrind sees run in
 # liballoclab.so while a program allocates, reallocates and frees a little and exits. Data:
