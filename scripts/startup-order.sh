@@ -10,10 +10,10 @@
 # no longer exist are skipped.
 #
 # Needs valgrind (callgrind) and a C compiler. Functions: those callgrind sees run in
-# liballoclab.so while a program allocates, reallocates and frees a little and exits. Data:
-# every static of the alloclab crates and of std's start-up (args) below a page, so that the
-# few the start-up writes share pages (the large buffers, such as the allocation log's, stay
-# out of the way).
+# liballoclab.so while a program allocates, reallocates and frees a little and exits, under
+# the default config and `config:lifo`. Data: the small statics (below), so that the few that
+# start-up writes share pages (the large buffers, such as the allocation log's, stay out of
+# the way).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,13 +38,18 @@ int main(void) {
 EOF
 cc -O2 -fno-builtin -o "$tmp/tiny" "$tmp/tiny.c"
 
-# Functions, in the order callgrind first reports them.
-LD_PRELOAD=$so valgrind --tool=callgrind --demangle=no -q \
-    --callgrind-out-file="$tmp/cg" "$tmp/tiny"
-callgrind_annotate --inclusive=no --threshold=100 "$tmp/cg" |
-    grep -F "[$so]" |
-    sed -E 's/^.*:([^ ]+) \[.*$/\1/' |
-    grep -v '^0x' > "$tmp/functions"
+# Functions, in the order callgrind reports them: those of the default config first, then
+# those of `config:lifo` (the other config the README's start-up row measures; every config
+# is its own set of monomorphized functions).
+: > "$tmp/functions"
+for conf in "" config:lifo; do
+    ALLOCLAB_CONF=$conf LD_PRELOAD=$so valgrind --tool=callgrind --demangle=no -q \
+        --callgrind-out-file="$tmp/cg" "$tmp/tiny"
+    callgrind_annotate --inclusive=no --threshold=100 "$tmp/cg" |
+        grep -F "[$so]" |
+        sed -E 's/^.*:([^ ]+) \[.*$/\1/' |
+        grep -v '^0x' >> "$tmp/functions"
+done
 
 # Small statics: the alloclab crates' (below a page), then the standard library's and the
 # unwinder's writable ones (below 1 KiB: among them those the loader relocates, and std's
@@ -66,4 +71,4 @@ paste -d ' ' "$tmp/statics.sized" <(cut -d ' ' -f 3 "$tmp/statics.sized" | c++fi
     awk '!seen[$0]++' "$tmp/functions" "$tmp/statics"
 } > preload/so/startup.order
 echo "preload/so/startup.order: $(grep -vc '^#' preload/so/startup.order) symbols" \
-    "($(wc -l < "$tmp/functions") functions, $(wc -l < "$tmp/statics") statics)"
+    "($(sort -u "$tmp/functions" | wc -l) functions, $(wc -l < "$tmp/statics") statics)"
