@@ -280,7 +280,9 @@ fn arm_exit_hook(t: &ThreadState) {
 pub struct ArenaPool {
     heap_id: u64,
     narenas: usize,
-    ncpus: usize,
+    /// Online CPUs, counted on first use (0 until then): counting reads a `/sys` file, which
+    /// start-up should not pay for when no arena-choice policy asks.
+    ncpus: crate::sync::untracked::AtomicUsize,
     lock: RawLock,
     inner: UnsafeCell<PoolInner>,
     live: UnsafeCell<LiveHeap>,
@@ -320,7 +322,7 @@ impl ArenaPool {
         ArenaPool {
             heap_id,
             narenas: options.narenas,
-            ncpus: os::ncpus(),
+            ncpus: crate::sync::untracked::AtomicUsize::new(0),
             lock: RawLock::new(),
             inner: UnsafeCell::new(PoolInner {
                 free: [0; MAX_ARENAS],
@@ -337,6 +339,23 @@ impl ArenaPool {
                 next: ptr::null_mut(),
             }),
         }
+    }
+
+    /// Online CPUs, counted once (racing first calls count twice and agree).
+    #[inline]
+    fn ncpus(&self) -> usize {
+        let n = self.ncpus.load(core::sync::atomic::Ordering::Relaxed);
+        if n != 0 {
+            return n;
+        }
+        self.count_cpus()
+    }
+
+    #[cold]
+    fn count_cpus(&self) -> usize {
+        let n = os::ncpus();
+        self.ncpus.store(n, core::sync::atomic::Ordering::Relaxed);
+        n
     }
 
     /// Registers the heap for thread exits and fork steps, in the registry the caller holds.
@@ -552,9 +571,10 @@ impl<'a> ArenaCtx<'a> {
         n.clamp(1, MAX_ARENAS)
     }
 
-    /// Online CPUs when the heap initialized.
+    /// Online CPUs, as counted the first time a policy of this heap asked.
+    #[inline]
     pub fn ncpus(&self) -> usize {
-        self.pool.ncpus
+        self.pool.ncpus()
     }
 
     /// The CPU the calling thread runs on (a hint).

@@ -26,6 +26,12 @@ extern "C" {
     static environ: *const *const c_char;
 }
 
+/// Whether libc has set `environ` (else [`alloclab_conf`] reads `/proc` into its buffer).
+pub fn environ_is_set() -> bool {
+    // SAFETY: reading the pointer value of libc's `environ` is always allowed.
+    !unsafe { environ }.is_null()
+}
+
 /// Looks `ALLOCLAB_CONF` up; `scratch` holds the value if it has to be copied.
 pub fn alloclab_conf(scratch: &mut [u8]) -> Lookup<'_> {
     // SAFETY: reading the pointer value of libc's `environ` is always allowed; it is either

@@ -161,10 +161,31 @@ pub fn ensure_init() {
 /// Reads and parses `ALLOCLAB_CONF`, reporting bad entries; prints help if asked; aborts if
 /// an entry was bad and `abort_conf:true`.
 fn read_conf() -> Conf {
-    static mut SCRATCH: [u8; CONF_MAX] = [0; CONF_MAX];
-    // SAFETY: only the initializing thread, under `INIT_LOCK`, touches the scratch buffer.
-    let scratch = unsafe { &mut *core::ptr::addr_of_mut!(SCRATCH) };
-    let input: &[u8] = match crate::env::alloclab_conf(scratch) {
+    // A buffer for the value only when it has to be read from `/proc` (a first call so early
+    // that libc has not set `environ`), mapped for that case alone: a static one would keep
+    // a page of `.bss` between the statics that start-up writes.
+    let mapped = if crate::env::environ_is_set() {
+        None
+    } else {
+        alloclab_core::os::map(CONF_MAX)
+    };
+    let scratch: &mut [u8] = match mapped {
+        // SAFETY: a fresh private mapping of `CONF_MAX` bytes, used only here and unmapped
+        // below, after the last use of what was read into it.
+        Some(p) => unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), CONF_MAX) },
+        None => &mut [],
+    };
+    let conf = parse_conf(crate::env::alloclab_conf(scratch));
+    if let Some(p) = mapped {
+        // SAFETY: mapped above with this size; `conf` holds no reference into it.
+        unsafe { alloclab_core::os::unmap(p.as_ptr(), CONF_MAX) };
+    }
+    conf
+}
+
+/// Parses what the environment says, as `read_conf` describes.
+fn parse_conf(lookup: crate::env::Lookup<'_>) -> Conf {
+    let input: &[u8] = match lookup {
         crate::env::Lookup::Absent => b"",
         crate::env::Lookup::Value(v) => v,
         crate::env::Lookup::TooLong => {
