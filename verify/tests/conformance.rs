@@ -16,6 +16,8 @@ fn modeled<R: Modeled>() -> Summary {
 #[test]
 fn lifo() {
     let s = modeled::<Lifo>();
+    // The summary a policy's author reads (`cargo test --test conformance -- --nocapture`).
+    eprintln!("{s}");
     assert_eq!(s.passed.len(), 7, "{s}");
     assert!(s.model.is_some(), "{s}");
     assert!(s.coverage.gaps().is_empty(), "{s}");
