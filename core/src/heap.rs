@@ -767,8 +767,8 @@ impl<C: Config> Heap<C> {
             return self.allocate(new_size, align, false);
         }
         if C::Front::CACHE {
-            // SAFETY: forwarded contract.
             if let Some(p) =
+                // SAFETY: forwarded contract.
                 unsafe { self.realloc_in_cache(ptr as usize, new_size, align, copy_limit) }
             {
                 return p;
