@@ -10,9 +10,43 @@
 //! lists: best fit is a scan of four words. Freed pages are coalesced with free neighbours.
 //! Chunks whose pages all become free are kept (and purged like any free pages), as jemalloc
 //! does with `retain`: address space is cheap, mmap/munmap churn is not.
+//!
+//! ## Purging without the lock
+//!
+//! `madvise` takes microseconds (more when the kernel must shoot down TLBs on other CPUs), and
+//! every thread that uses the arena would wait for it if it ran under the lock. So purging is
+//! split in three, as in jemalloc (3.x and 4.x stash the dirty runs under the arena lock and
+//! release it around `madvise`):
+//!
+//! 1. Choose, under the lock (`purge`, called by `release_pages` when the arena holds more
+//!    than `dirty_max` dirty pages, or by `Heap::purge`): each maximal dirty span of the free
+//!    runs visited is taken out of the free lists, its page entries marked `PURGING` (kind
+//!    `META`: not free, not allocated, see `chunk.rs`) and recorded in a slot of
+//!    `ArenaInner::purging` (`PURGE_SLOTS` of them, in the arena: nothing is allocated). The
+//!    clean pieces of the run go back to the lists. `dirty_pages` drops at once; the pages
+//!    count as `purging.pages` until they are back.
+//! 2. Purge, without the lock: `Arena::with` (every entry to the state) sees chosen spans
+//!    after its closure returns (one branch on a word it holds in cache), copies them to the
+//!    stack and marks them in flight, releases the lock, and `madvise`s them
+//!    (`purge_chosen`). Nobody can allocate these pages meanwhile, a neighbour's coalescing
+//!    does not merge with them, `free` of a pointer into them is refused (`NotAllocated`) and
+//!    `check` counts them against the records: only their memory is touched without the lock.
+//! 3. Put back, under the lock again: the pages become a clean free run, coalesced with free
+//!    neighbours; `purged_pages` and `purge_calls` count the spans done. If the choice stopped
+//!    because every slot was in use (`purging.more`), the thread chooses again and loops.
+//!
+//! Several threads may have spans in flight at once, each its own slots. `Heap::purge` takes
+//! the same route, so it returns with every dirty page purged unless another thread was
+//! purging at the time and holds slots (that thread then finishes the work). In the child of
+//! `fork`, whose purging threads are gone, `reset_lock` puts their spans back as dirty free
+//! pages (the fork handlers take every arena lock, so no span is chosen-but-not-taken then,
+//! only in flight). Under loom the `madvise` is the real system call on the real mapping: loom
+//! does not see it, it explores the unlocked window around it, whose ends are the lock's
+//! atomics (`tests/loom_purge.rs`). Verification builds call a hook in that window
+//! (`set_purge_hook`), which is how a test shows the lock is free during the system call.
 
 use crate::chunk::{
-    ChunkHeader, PageBits, PageEntry, DIRTY, FREE, HEAD, KIND_MASK, LARGE, META, SMALL,
+    ChunkHeader, PageBits, PageEntry, DIRTY, FREE, HEAD, KIND_MASK, LARGE, META, PURGING, SMALL,
 };
 use crate::error::FreeError;
 use crate::invariants::{expect_eq, Violation, ViolationKind};
@@ -106,6 +140,99 @@ impl FreeRuns {
     }
 }
 
+/// Spans an arena can have chosen for purging or in flight at once.
+const PURGE_SLOTS: usize = 32;
+
+/// A span of dirty pages taken out of the free runs to be purged (pages `PURGING`).
+#[derive(Clone, Copy)]
+struct PurgeSpan {
+    chunk: *mut ChunkHeader,
+    page: u32,
+    len: u32,
+}
+
+/// The spans being purged (module comment): chosen under the lock, purged without it, put back
+/// under it. A slot is free when its bit is in neither mask.
+struct Purging {
+    spans: [PurgeSpan; PURGE_SLOTS],
+    /// Slots chosen in the current critical section, not yet taken by a thread to purge.
+    chosen: u32,
+    /// Slots some thread is purging now, without the lock.
+    in_flight: u32,
+    /// Pages in chosen and in-flight spans.
+    pages: usize,
+    /// The lowest target of a purge that stopped because every slot was in use: the next
+    /// thread to put spans back chooses again for it. `usize::MAX` if none.
+    more: usize,
+    /// Forks survived (`reclaim_purging`, in the child): a thread whose spans were taken
+    /// back in between must not put them back again when its purge resumes.
+    epoch: usize,
+}
+
+impl Purging {
+    fn new() -> Self {
+        Purging {
+            spans: [PurgeSpan {
+                chunk: ptr::null_mut(),
+                page: 0,
+                len: 0,
+            }; PURGE_SLOTS],
+            chosen: 0,
+            in_flight: 0,
+            pages: 0,
+            more: usize::MAX,
+            epoch: 0,
+        }
+    }
+
+    /// A slot in neither mask.
+    fn free_slot(&self) -> Option<usize> {
+        let free = !(self.chosen | self.in_flight);
+        (free != 0).then(|| free.trailing_zeros() as usize)
+    }
+}
+
+/// The slots whose bits are set in `mask`.
+fn slots(mut mask: u32) -> impl Iterator<Item = usize> {
+    core::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            i
+        })
+    })
+}
+
+/// Verification builds: the function `purge_chosen` calls before each `madvise`, without the
+/// lock, with the span's address and length in bytes (0: none).
+#[cfg(feature = "verification")]
+static PURGE_HOOK: crate::sync::untracked::AtomicUsize =
+    crate::sync::untracked::AtomicUsize::new(0);
+
+/// Verification builds: makes every arena of every heap in the process call `hook(addr,
+/// bytes)` just before it `madvise`s a span, after releasing its lock (`None`: no hook). A
+/// test uses it to show that the lock is free during the system call, by taking it from
+/// another thread before the hook returns, and to free a pointer into the span while it is in
+/// flight. Process-wide: set it only in a test binary whose tests all expect it.
+#[cfg(feature = "verification")]
+pub fn set_purge_hook(hook: Option<fn(usize, usize)>) {
+    PURGE_HOOK.store(
+        hook.map_or(0, |f| f as usize),
+        crate::sync::Ordering::Release,
+    );
+}
+
+#[cfg(feature = "verification")]
+fn run_purge_hook(addr: usize, bytes: usize) {
+    let h = PURGE_HOOK.load(crate::sync::Ordering::Acquire);
+    if h != 0 {
+        // SAFETY: the only non-zero values stored are `fn(usize, usize)` pointers
+        // (`set_purge_hook`), and a function pointer round-trips through `usize`.
+        let f = unsafe { core::mem::transmute::<usize, fn(usize, usize)>(h) };
+        f(addr, bytes);
+    }
+}
+
 /// The lock-protected state of an arena.
 pub(crate) struct ArenaInner<C: Config> {
     pub bins: [Bin<C::Reuse>; NBINS],
@@ -113,6 +240,8 @@ pub(crate) struct ArenaInner<C: Config> {
     chunks: *mut ChunkHeader,
     pub stats: ArenaStats,
     dirty_max: usize,
+    /// Dirty spans chosen for purging or being purged without the lock.
+    purging: Purging,
     /// The first unusable run a policy picked (verification builds): reported by `check`.
     #[cfg(feature = "verification")]
     unusable_pick: Option<(usize, usize)>,
@@ -153,6 +282,7 @@ impl<C: Config> Arena<C> {
                 chunks: ptr::null_mut(),
                 stats: ArenaStats::default(),
                 dirty_max,
+                purging: Purging::new(),
                 #[cfg(feature = "verification")]
                 unusable_pick: None,
                 safety,
@@ -168,14 +298,58 @@ impl<C: Config> Arena<C> {
         self.index
     }
 
-    /// Runs `f` on the state with the lock held.
+    /// Runs `f` on the state with the lock held; then, if `f` chose dirty spans to purge,
+    /// purges them without the lock (module comment), before returning.
     #[inline(always)]
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut ArenaInner<C>) -> R) -> R {
         self.lock.lock();
-        // SAFETY: the lock is held until after `f` returns.
-        let r = self.inner.with_mut(|p| f(unsafe { &mut *p }));
-        self.lock.unlock();
+        let (r, chosen) = self.inner.with_mut(|p| {
+            // SAFETY: the lock is held until after `f` returns.
+            let inner = unsafe { &mut *p };
+            let r = f(inner);
+            (r, inner.purging.chosen != 0)
+        });
+        if chosen {
+            self.purge_chosen();
+        } else {
+            self.lock.unlock();
+        }
         r
+    }
+
+    /// Entered with the lock held and spans chosen; returns with the lock released and the
+    /// spans purged and put back (and any further spans a stopped purge wanted).
+    #[cold]
+    #[inline(never)]
+    fn purge_chosen(&self) {
+        loop {
+            let mut spans = [(0usize, 0usize); PURGE_SLOTS];
+            // SAFETY: the lock is held (taken by `with`, or at the end of the last round).
+            let (mine, n, epoch) = self
+                .inner
+                .with_mut(|p| unsafe { (*p).take_chosen(&mut spans) });
+            self.lock.unlock();
+            for &(addr, bytes) in &spans[..n] {
+                #[cfg(feature = "verification")]
+                run_purge_hook(addr, bytes);
+                // SAFETY: the span's pages are free pages of one of our chunks (their contents
+                // are dead), marked `PURGING` and in no free list: nothing hands them out, and
+                // their entries stay as they are until `finish_purge` below, under the lock.
+                unsafe { os::purge(addr as *mut u8, bytes) };
+            }
+            self.lock.lock();
+            let again = self.inner.with_mut(|p| {
+                // SAFETY: the lock is held again.
+                let inner = unsafe { &mut *p };
+                inner.finish_purge(mine, epoch);
+                inner.purge_more();
+                inner.purging.chosen != 0
+            });
+            if !again {
+                self.lock.unlock();
+                return;
+            }
+        }
     }
 
     /// `with`, for the free path. Under `--cfg alloclab_seeded` with `Bug::UnlockedFree` on, it
@@ -197,8 +371,13 @@ impl<C: Config> Arena<C> {
     pub(crate) fn unlock(&self) {
         self.lock.unlock();
     }
+    /// In the child after `fork()`: forgets the lock's holders, and puts back the spans that
+    /// threads which do not exist in the child were purging without the lock (as dirty free
+    /// pages: whether their `madvise` ran is unknown), so that no page stays in flight.
     pub(crate) fn reset_lock(&self) {
         self.lock.reset();
+        // SAFETY: the child has one thread, this one, and it is not inside the arena.
+        self.inner.with_mut(|p| unsafe { (*p).reclaim_purging() });
     }
 
     /// Unmaps every chunk. Called when the heap is dropped.
@@ -336,7 +515,8 @@ impl<C: Config> ArenaInner<C> {
     }
 
     /// Gives back `page..page+n`, which were in use: marks them free and dirty, coalesces with
-    /// free neighbours, and purges if the arena holds too many dirty pages.
+    /// free neighbours, and starts a purge if the arena holds too many dirty pages (its system
+    /// calls run once the caller's `Arena::with` has released the lock).
     ///
     /// # Safety
     /// The pages belong to one live small run or large allocation of this arena.
@@ -385,43 +565,178 @@ impl<C: Config> ArenaInner<C> {
         }
     }
 
-    /// Returns dirty free pages to the OS until at most `target` remain.
+    /// Starts a purge pass: chooses dirty free pages to return to the OS until at most
+    /// `target` dirty pages remain (module comment). The system calls happen when the caller's
+    /// `Arena::with` releases the lock.
     pub fn purge(&mut self, target: usize) {
         self.stats.purges += 1;
+        self.choose_purge(target);
+    }
+
+    /// Takes dirty spans out of the free runs, longest runs first, until at most `target`
+    /// dirty pages remain or every slot is in use (then `purging.more` remembers `target`).
+    fn choose_purge(&mut self, target: usize) {
         let mut len = CHUNK_USABLE_PAGES;
         while len > 0 && self.stats.dirty_pages > target {
             let mut e = self.avail.heads[len];
             while !e.is_null() && self.stats.dirty_pages > target {
-                let (chunk, page) = ChunkHeader::locate(e);
-                let mut i = 0;
-                while i < len {
-                    // SAFETY: `e` heads a free run of `len` pages of our chunk.
-                    unsafe {
-                        if !(*ChunkHeader::entry(chunk, page + i)).dirty() {
-                            i += 1;
-                            continue;
+                // SAFETY: `e` heads a free run of `len` pages of our chunk, linked in list
+                // `len`; `choose_run` puts back only pieces shorter than `len`, so `next` stays
+                // linked in this list.
+                unsafe {
+                    let next = (*e).next;
+                    let (chunk, page) = ChunkHeader::locate(e);
+                    if (0..len).any(|i| (*ChunkHeader::entry(chunk, page + i)).dirty()) {
+                        if self.purging.free_slot().is_none() {
+                            self.purging.more = self.purging.more.min(target);
+                            return;
                         }
-                        let span_start = i;
-                        while i < len && (*ChunkHeader::entry(chunk, page + i)).dirty() {
-                            let pe = ChunkHeader::entry(chunk, page + i);
-                            (*pe).bits &= !DIRTY;
-                            i += 1;
+                        self.avail.remove(e, len);
+                        if !self.choose_run(chunk, page, len) {
+                            self.purging.more = self.purging.more.min(target);
+                            return;
                         }
-                        let span = i - span_start;
-                        os::purge(
-                            ChunkHeader::page_addr(chunk, page + span_start) as *mut u8,
-                            span * PAGE,
-                        );
-                        self.stats.dirty_pages -= span;
-                        self.stats.purged_pages += span as u64;
-                        self.stats.purge_calls += 1;
                     }
+                    e = next;
                 }
-                // SAFETY: list links of live entries.
-                e = unsafe { (*e).next };
             }
             len -= 1;
         }
+    }
+
+    /// Splits the free run `page..page+len` (out of the lists, with a dirty page and a free
+    /// slot) into its maximal dirty spans, each chosen into a slot, and its clean pieces, put
+    /// back as free runs. When the slots run out, the rest of the run goes back as one free run
+    /// (dirty pages included) and this returns false.
+    ///
+    /// # Safety
+    /// `chunk` is ours and `page..page+len` a maximal free run in no list.
+    unsafe fn choose_run(&mut self, chunk: *mut ChunkHeader, page: usize, len: usize) -> bool {
+        let end = page + len;
+        // The start of the piece not yet chosen nor put back.
+        let mut rest = page;
+        let mut i = page;
+        // SAFETY: per the contract every entry in `page..end` is a free page of our chunk.
+        // Pieces put back are bounded by the run's ends (whose neighbours are not free: the
+        // run was maximal) or by chosen spans (`PURGING`), so they need no coalescing.
+        unsafe {
+            while i < end {
+                if !(*ChunkHeader::entry(chunk, i)).dirty() {
+                    i += 1;
+                    continue;
+                }
+                let span_start = i;
+                while i < end && (*ChunkHeader::entry(chunk, i)).dirty() {
+                    i += 1;
+                }
+                let Some(slot) = self.purging.free_slot() else {
+                    self.set_free_run_ends(chunk, rest, end - rest);
+                    self.avail
+                        .insert(ChunkHeader::entry(chunk, rest), end - rest);
+                    return false;
+                };
+                if span_start > rest {
+                    self.set_free_run_ends(chunk, rest, span_start - rest);
+                    self.avail
+                        .insert(ChunkHeader::entry(chunk, rest), span_start - rest);
+                }
+                let span = i - span_start;
+                for p in span_start..i {
+                    (*ChunkHeader::entry(chunk, p)).bits = PURGING;
+                }
+                self.purging.spans[slot] = PurgeSpan {
+                    chunk,
+                    page: span_start as u32,
+                    len: span as u32,
+                };
+                self.purging.chosen |= 1 << slot;
+                self.purging.pages += span;
+                self.stats.dirty_pages -= span;
+                rest = i;
+            }
+            if end > rest {
+                self.set_free_run_ends(chunk, rest, end - rest);
+                self.avail
+                    .insert(ChunkHeader::entry(chunk, rest), end - rest);
+            }
+        }
+        true
+    }
+
+    /// Hands the chosen spans to the calling thread, which purges them without the lock:
+    /// writes their addresses and lengths in bytes to `out`; returns their slots, their count
+    /// and the epoch to give back to `finish_purge`.
+    fn take_chosen(&mut self, out: &mut [(usize, usize); PURGE_SLOTS]) -> (u32, usize, usize) {
+        let mine = self.purging.chosen;
+        self.purging.chosen = 0;
+        self.purging.in_flight |= mine;
+        let mut n = 0;
+        for slot in slots(mine) {
+            let s = self.purging.spans[slot];
+            out[n] = (
+                ChunkHeader::page_addr(s.chunk, s.page as usize),
+                s.len as usize * PAGE,
+            );
+            n += 1;
+        }
+        (mine, n, self.purging.epoch)
+    }
+
+    /// Puts back the spans of `mine`, purged, as clean free pages coalesced with their free
+    /// neighbours; nothing if a fork came in between and the calling thread is the forking
+    /// thread in the child (as a signal handler's fork could make it), whose lock reset took
+    /// the spans back already (and the slots may serve others since).
+    fn finish_purge(&mut self, mine: u32, epoch: usize) {
+        if epoch != self.purging.epoch {
+            return;
+        }
+        for slot in slots(mine) {
+            let s = self.purging.spans[slot];
+            let (page, len) = (s.page as usize, s.len as usize);
+            // SAFETY: the slot records a span of our chunk whose pages are `PURGING` (in no
+            // list) and were just purged: they read as zero.
+            unsafe {
+                for p in page..page + len {
+                    (*ChunkHeader::entry(s.chunk, p)).bits = FREE;
+                }
+                self.coalesce_insert(s.chunk, page, len);
+            }
+            self.purging.pages -= len;
+            self.stats.purged_pages += len as u64;
+            self.stats.purge_calls += 1;
+        }
+        self.purging.in_flight &= !mine;
+    }
+
+    /// Chooses again for a purge that stopped because every slot was in use.
+    fn purge_more(&mut self) {
+        let target = core::mem::replace(&mut self.purging.more, usize::MAX);
+        if target != usize::MAX {
+            self.choose_purge(target);
+        }
+    }
+
+    /// Puts every chosen or in-flight span back as dirty free pages (the child after `fork`,
+    /// whose purging threads are gone).
+    fn reclaim_purging(&mut self) {
+        let all = self.purging.chosen | self.purging.in_flight;
+        for slot in slots(all) {
+            let s = self.purging.spans[slot];
+            let (page, len) = (s.page as usize, s.len as usize);
+            // SAFETY: as in `finish_purge`, but the pages may hold anything: marked dirty.
+            unsafe {
+                for p in page..page + len {
+                    (*ChunkHeader::entry(s.chunk, p)).bits = FREE | DIRTY;
+                }
+                self.coalesce_insert(s.chunk, page, len);
+            }
+            self.purging.pages -= len;
+            self.stats.dirty_pages += len;
+        }
+        self.purging.chosen = 0;
+        self.purging.in_flight = 0;
+        self.purging.more = usize::MAX;
+        self.purging.epoch = self.purging.epoch.wrapping_add(1);
     }
 
     // ---- small ------------------------------------------------------------------------------
@@ -806,6 +1121,7 @@ impl<C: Config> ArenaInner<C> {
         let mut active = 0;
         let mut dirty = 0;
         let mut free_runs = 0usize;
+        let mut purging = 0;
         let mut chunks = 0;
         let mut c = self.chunks;
         while !c.is_null() {
@@ -936,6 +1252,13 @@ impl<C: Config> ArenaInner<C> {
                             active += len;
                             p += len;
                         }
+                        // A page being purged without the lock: counted against the records
+                        // below. It separates free runs like an allocated page.
+                        META if e.bits == PURGING => {
+                            prev_free = false;
+                            purging += 1;
+                            p += 1;
+                        }
                         _ => {
                             return Err(err(Violation::new(ViolationKind::PageMap(
                                 "META page outside the header",
@@ -970,6 +1293,7 @@ impl<C: Config> ArenaInner<C> {
                 }
             }
         }
+        self.check_purging(purging).map_err(err)?;
         let s = &self.stats;
         let chk = |r: Result<(), Violation>| r.map_err(err);
         chk(expect_eq("free runs listed", free_runs, listed))?;
@@ -1005,6 +1329,45 @@ impl<C: Config> ArenaInner<C> {
                 .map_err(|v| err(v.in_bin(idx)))?;
         }
         Ok(())
+    }
+
+    /// The purge records against the `purging` pages the walk found: every recorded span lies
+    /// in one of our chunks and is all `PURGING` pages, the spans add up to `purging.pages`,
+    /// and that is the number found (so no two spans overlap and no page is unrecorded).
+    fn check_purging(&self, purging: usize) -> Result<(), Violation> {
+        let pg = &self.purging;
+        if pg.chosen & pg.in_flight != 0 {
+            return Err(Violation::new(ViolationKind::FreeRuns(
+                "purge slot both chosen and in flight",
+            )));
+        }
+        let mut recorded = 0;
+        for slot in slots(pg.chosen | pg.in_flight) {
+            let s = pg.spans[slot];
+            let (page, len) = (s.page as usize, s.len as usize);
+            let mut c = self.chunks;
+            while !c.is_null() && c != s.chunk {
+                // SAFETY: chunks on our list are live.
+                c = unsafe { (*c).next };
+            }
+            if c.is_null() || len == 0 || page < CHUNK_HEADER_PAGES || page + len > CHUNK_PAGES {
+                return Err(Violation::new(ViolationKind::FreeRuns(
+                    "purge record outside our chunks",
+                )));
+            }
+            for p in page..page + len {
+                // SAFETY: a page of one of our chunks, in range (checked above).
+                if unsafe { (*ChunkHeader::entry(c, p)).bits } != PURGING {
+                    return Err(Violation::new(ViolationKind::FreeRuns(
+                        "page of a purge record not marked as being purged",
+                    ))
+                    .at(ChunkHeader::page_addr(c, p)));
+                }
+            }
+            recorded += len;
+        }
+        expect_eq("pages being purged (records)", recorded, pg.pages)?;
+        expect_eq("pages being purged", purging, pg.pages)
     }
 
     fn in_list(&self, e: *mut PageEntry, len: usize) -> bool {

@@ -11,10 +11,16 @@
 //!   page, where the run starts (its header is at the end of the run).
 //! - `LARGE`: part of a large allocation; the first page carries the length and `HEAD`.
 //! - `META`: header pages.
+//! - `META | PURGING` (exactly `PURGING`): a dirty free page taken out of the free runs to be
+//!   purged without the arena lock (`arena.rs`). Its kind is `META` so that every path that
+//!   looks for free pages (coalescing, growing a large allocation in place) or for an
+//!   allocation (`free`, `usable_size`) passes it by: a pointer into it is refused as not
+//!   allocated. The arena's purge records say which spans these are.
 //!
 //! `DIRTY` is kept per page: set when a page that was in use becomes free, cleared when it is
 //! purged. A free page without `DIRTY` reads as zero (fresh from mmap, or after MADV_DONTNEED).
-//! All page entries are read and written only under the owning arena's lock.
+//! All page entries are read and written only under the owning arena's lock (a page being
+//! purged has its memory, never its entry, touched without it).
 
 use crate::size_class::{CHUNK, CHUNK_HEADER_PAGES, CHUNK_PAGES, PAGE, PAGE_SHIFT};
 use core::ptr;
@@ -33,6 +39,8 @@ pub const LARGE: usize = 3;
 pub const DIRTY: usize = 1 << 2;
 /// First page of a large allocation.
 pub const HEAD: usize = 1 << 3;
+/// With kind `META` outside the header: a page being purged without the arena lock.
+pub const PURGING: usize = 1 << 4;
 const FIELD_A_SHIFT: u32 = 16;
 const FIELD_B_SHIFT: u32 = 32;
 const FIELD_MASK: usize = 0xffff;

@@ -11,7 +11,9 @@
 //! Lock order (the order the engine nests them everywhere): thread registry, then per heap:
 //! arena creation, arena pool, thread caches' pool, base, huge, the arenas by index. In the
 //! child, the thread caches of threads that did not survive the fork are flushed once every
-//! lock is reset (`heap/tcache.rs`).
+//! lock is reset (`heap/tcache.rs`), and the pages that such threads were purging without
+//! their arena's lock are put back as dirty free pages when that lock is reset (`arena.rs`):
+//! the child is never left with pages in flight.
 //!
 //! A heap installs the handlers on first use unless `Options::fork_handlers` is false. A program
 //! with handlers of its own (such as `liballoclab.so`, which also takes its log's lock) calls

@@ -83,6 +83,8 @@ pub mod stats;
 #[cfg(alloclab_seeded)]
 pub mod seeded;
 
+#[cfg(feature = "verification")]
+pub use arena::set_purge_hook;
 pub use arena::Arena;
 pub use error::FreeError;
 pub use heap::Heap;
