@@ -686,7 +686,10 @@ impl<C: Config> Heap<C> {
             }
         }
         b.head.set(p);
-        b.count.store(b.count.load(Relaxed) - k, Relaxed);
+        // Saturating: in a forked child, a cache whose thread was between moving its stack's
+        // head and storing its count holds one region more than its count says (`fork_child`).
+        b.count
+            .store(b.count.load(Relaxed).saturating_sub(k), Relaxed);
         // alloclab_seeded: the lost flush (the batch's last region never reaches its run).
         #[cfg(alloclab_seeded)]
         if k > 0 && crate::seeded::active(crate::seeded::Bug::LostFlush) {
@@ -904,7 +907,16 @@ impl<C: Config> Heap<C> {
                         link = (*c).next.as_ptr();
                         continue;
                     }
+                    // The orphan's thread may have been anywhere in a push, pop, fill or
+                    // flush when the parent forked (those take no pool lock): its stack is
+                    // whole up to the head it last stored, but a count may be one off. Walk
+                    // the stacks to their ends, then zero the counts. (A region that was
+                    // between a stack and its run or its program stays out of both in the
+                    // child: a leak, never a region handed out twice.)
                     Self::flush_all(&*c);
+                    for b in (*c).bins.iter() {
+                        b.count.store(0, Relaxed);
+                    }
                     *link = (*c).next.get();
                     (*c).next.set(l.spare);
                     l.spare = c;
