@@ -101,4 +101,9 @@ fn names_describe_the_composition() {
         name::<Using<CurrentRun<AddrOrdered>, Single>>(),
         "custom (reuse: addr-ordered+current-run, arenas: single)"
     );
+    // A threshold for the shared arena is named apart from the plain per-thread choice.
+    assert_eq!(
+        name::<Using<Lifo, alloclab_policies::ThreadLocal<496>>>(),
+        "custom (reuse: lifo, arenas: thread-small)"
+    );
 }

@@ -45,6 +45,20 @@ fn current_run_wrappers() {
     assert!(s.to_string().contains("NOT checked"), "{s}");
 }
 
+/// `CurrentRun` wrapped in `CurrentRun`: the outer wrapper asks the inner one which run to
+/// prefer, so the inner one must answer as the policy it wraps does (mutation testing found
+/// `CurrentRun::prefer` answering a constant unnoticed: no built-in config nests wrappers).
+/// The state machine against the nested model, which forwards `prefer` the same way.
+#[test]
+fn nested_current_run_forwards_preference() {
+    use alloclab_policies::configs::Using;
+    use alloclab_verify::{AddrOrderedModel, CurrentRunModel};
+    alloclab_verify::machine::run_state_machine::<
+        Using<CurrentRun<CurrentRun<AddrOrdered>>, Single>,
+        CurrentRunModel<CurrentRunModel<AddrOrderedModel>>,
+    >();
+}
+
 /// The thread-arenas seed's bug, kept as a policy for the study, is caught by the kit: a large
 /// request must not move a thread's small requests to another arena.
 #[test]

@@ -9,14 +9,20 @@
 //! | MRF that re-inserts into its intrusive list | `check_invariants`: `Policy` (the list's own check) |
 //! | arena choice that a large request resets to the shared arena | kit: arena stable across sizes |
 //! | LIFO that keeps full runs out of `for_each`'s sight and picks one | the engine's check on picked runs: `UnusablePick`, a finding (verification builds), not an abort |
+//! | address-ordered policy whose `pick` offers nothing, under `CurrentRun` | `check_invariants`: `Policy` (`CurrentRun`'s own check: a run it prefers is not current) |
 //!
 //! The engine-level seeded bugs (bitmap off-by-one, unlocked free, lost update) are in
 //! `seeded_engine.rs` and `loom_seeded.rs`, built with `--cfg alloclab_seeded`.
 #![cfg(not(loom))]
 
-use alloclab_core::{ArenaChoice, ArenaCtx, Options, Removal, RunRef, RunReuse, ViolationKind};
+use alloclab_core::size_class::{bin, small_index};
+use alloclab_core::{
+    ArenaChoice, ArenaCtx, Heap, Options, Removal, RunRef, RunReuse, ViolationKind,
+};
 use alloclab_policies::configs::Using;
-use alloclab_policies::{ListLinks, ListRun, RunList, Single};
+use alloclab_policies::{
+    AddrOrdered, CurrentRun, ListLinks, ListRun, RunList, Single, Treap, TreeLinks,
+};
 use alloclab_verify::machine::find_counterexample;
 use alloclab_verify::{check_arena_choice, check_run_reuse, Check, LifoModel, Unmodeled};
 use core::cell::Cell;
@@ -296,4 +302,68 @@ fn counterexample() {
     ]]
     .concat();
     Harness::<Using<PicksFullRun, Single>, Unmodeled>::run(&ops).unwrap();
+}
+
+/// Lowest address first, except that `pick` never offers a run. Wrapped in `CurrentRun`, a run
+/// that becomes non-full while there is no current run then becomes current even when the
+/// policy holds a lower one: what `CurrentRun`'s own check is there to see (mutation testing
+/// found that check could be emptied without any test noticing).
+struct AddrOrderedBlindPick;
+
+type TreeRun = RunRef<TreeLinks>;
+
+// SAFETY: every call but `pick` is `AddrOrdered`'s, which keeps the contract; a `pick` that
+// offers nothing only makes the engine start new runs.
+unsafe impl RunReuse for AddrOrderedBlindPick {
+    type Links = TreeLinks;
+    type Bin = Treap;
+    const NAME: &'static str = "seeded-addr-ordered-blind-pick";
+    fn insert(bin: &mut Treap, run: TreeRun) {
+        AddrOrdered::insert(bin, run);
+    }
+    fn pick(_: &mut Treap) -> Option<TreeRun> {
+        None
+    }
+    fn remove(bin: &mut Treap, run: TreeRun, why: Removal) {
+        AddrOrdered::remove(bin, run, why);
+    }
+    fn for_each(bin: &Treap, f: &mut dyn FnMut(TreeRun)) {
+        AddrOrdered::for_each(bin, f);
+    }
+    fn check(bin: &Treap) -> Result<(), &'static str> {
+        AddrOrdered::check(bin)
+    }
+    fn prefer(candidate: TreeRun, current: TreeRun) -> bool {
+        AddrOrdered::prefer(candidate, current)
+    }
+}
+
+/// A scenario rather than a search: which run is lower depends on where the OS put the
+/// chunks once runs spread over several, so the runs here stay in one chunk, made in address
+/// order.
+#[test]
+fn a_current_run_above_a_preferred_one_is_caught_by_the_wrappers_check() {
+    let heap = Heap::<Using<CurrentRun<AddrOrderedBlindPick>, Single>>::new();
+    let cap = bin(small_index(64)).capacity as usize;
+    // Runs A < B < C, each filled in turn (nothing is ever picked: each next run is new).
+    let p: Vec<*mut u8> = (0..3 * cap).map(|_| heap.malloc(64)).collect();
+    // SAFETY: live allocations of `heap`, each freed once.
+    unsafe {
+        // C becomes non-full: current. Then A: preferred to C, so they swap (C to the policy).
+        heap.free(p[2 * cap]);
+        heap.free(p[0]);
+    }
+    heap.check_invariants().unwrap();
+    // A fills up again; the next request gets a new run D above C, which becomes current
+    // while the policy holds C, lower: the wrapper's check must say so.
+    heap.malloc(64);
+    heap.malloc(64);
+    let v = heap
+        .check_invariants()
+        .expect_err("current run above a preferred one");
+    assert!(
+        matches!(v.kind, ViolationKind::Policy(m)
+            if m.contains("a run the policy prefers to the current run is not current")),
+        "{v}"
+    );
 }
