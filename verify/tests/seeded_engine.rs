@@ -48,8 +48,9 @@ fn bitmap_off_by_one_is_caught_as_bitmap_count() {
 
 #[test]
 fn lost_flush_is_caught_by_the_statistics() {
-    // Small stacks (16-byte class: 4 regions), so that flushes happen within a few frees.
-    type C = Using<Lifo, Single, ThreadCache<{ 64 * NBINS }>>;
+    // Small stacks (the 16-byte class starts with 4 regions, the 64-byte class with 1), so
+    // that flushes happen within a few frees, and the end of each case flushes the rest.
+    type C = Using<Lifo, Single, ThreadCache<{ 256 * NBINS }>>;
     let _g = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     seeded::set(None);
     assert_eq!(
