@@ -739,11 +739,15 @@ impl<C: Config> Heap<C> {
     /// # Safety
     /// As for `flush`.
     unsafe fn flush_all(c: &ThreadCache) {
-        for idx in 0..NBINS {
-            while c.bins[idx].head.get() != 0 {
+        for (idx, b) in c.bins.iter().enumerate() {
+            while b.head.get() != 0 {
                 // SAFETY: forwarded contract.
                 unsafe { Self::flush(c, idx, MAX_BATCH) };
             }
+            // The stack was walked to its end, so its count is 0, whatever it said: in a
+            // forked child, an orphan's thread may have been between storing its stack's head
+            // and its count (`fork_child`).
+            b.count.store(0, Relaxed);
         }
     }
 
@@ -909,14 +913,11 @@ impl<C: Config> Heap<C> {
                     }
                     // The orphan's thread may have been anywhere in a push, pop, fill or
                     // flush when the parent forked (those take no pool lock): its stack is
-                    // whole up to the head it last stored, but a count may be one off. Walk
-                    // the stacks to their ends, then zero the counts. (A region that was
-                    // between a stack and its run or its program stays out of both in the
-                    // child: a leak, never a region handed out twice.)
+                    // whole up to the head it last stored, but a count may be one off, which
+                    // `flush_all` allows for. (A region that was between a stack and its run
+                    // or its program stays out of both in the child: a leak, never a region
+                    // handed out twice.)
                     Self::flush_all(&*c);
-                    for b in (*c).bins.iter() {
-                        b.count.store(0, Relaxed);
-                    }
                     *link = (*c).next.get();
                     (*c).next.set(l.spare);
                     l.spare = c;
