@@ -23,8 +23,8 @@
 //!    runs visited is taken out of the free lists, its page entries marked `PURGING` (kind
 //!    `META`: not free, not allocated, see `chunk.rs`) and recorded in a slot of
 //!    `ArenaInner::purging` (`PURGE_SLOTS` of them, in the arena: nothing is allocated). The
-//!    clean pieces of the run go back to the lists. `dirty_pages` drops at once; the pages
-//!    count as `purging.pages` until they are back.
+//!    clean pieces of the run go back to the lists. `dirty_pages` drops at once; until they
+//!    are back, the pages count only in their slots' records.
 //! 2. Purge, without the lock: `Arena::with` (every entry to the state) sees chosen spans
 //!    after its closure returns (one branch on a word it holds in cache), copies them to the
 //!    stack and marks them in flight, releases the lock, and `madvise`s them
@@ -159,8 +159,6 @@ struct Purging {
     chosen: u32,
     /// Slots some thread is purging now, without the lock.
     in_flight: u32,
-    /// Pages in chosen and in-flight spans.
-    pages: usize,
     /// The lowest target of a purge that stopped because every slot was in use: the next
     /// thread to put spans back chooses again for it. `usize::MAX` if none.
     more: usize,
@@ -179,7 +177,6 @@ impl Purging {
             }; PURGE_SLOTS],
             chosen: 0,
             in_flight: 0,
-            pages: 0,
             more: usize::MAX,
             epoch: 0,
         }
@@ -456,12 +453,23 @@ impl<C: Config> ArenaInner<C> {
         unsafe {
             self.avail.remove(e, len);
             if len > n {
-                self.set_free_run_ends(chunk, page + n, len - n);
-                self.avail
-                    .insert(ChunkHeader::entry(chunk, page + n), len - n);
+                self.list_free_run(chunk, page + n, len - n);
             }
         }
         Some((chunk, page))
+    }
+
+    /// Makes `page..page+len` a free run of the lists as it stands (ends written, listed),
+    /// without coalescing: its neighbours are not free pages (or were merged into it).
+    ///
+    /// # Safety
+    /// `chunk` is ours and `page..page+len` are free pages inside it, in no list.
+    unsafe fn list_free_run(&mut self, chunk: *mut ChunkHeader, page: usize, len: usize) {
+        // SAFETY: per the contract.
+        unsafe {
+            self.set_free_run_ends(chunk, page, len);
+            self.avail.insert(ChunkHeader::entry(chunk, page), len);
+        }
     }
 
     /// Writes the length into the first and last entry of a free run, keeping dirty flags.
@@ -560,8 +568,7 @@ impl<C: Config> ArenaInner<C> {
                     self.avail.remove(next, nlen);
                 }
             }
-            self.set_free_run_ends(chunk, start, len);
-            self.avail.insert(ChunkHeader::entry(chunk, start), len);
+            self.list_free_run(chunk, start, len);
         }
     }
 
@@ -630,15 +637,11 @@ impl<C: Config> ArenaInner<C> {
                     i += 1;
                 }
                 let Some(slot) = self.purging.free_slot() else {
-                    self.set_free_run_ends(chunk, rest, end - rest);
-                    self.avail
-                        .insert(ChunkHeader::entry(chunk, rest), end - rest);
+                    self.list_free_run(chunk, rest, end - rest);
                     return false;
                 };
                 if span_start > rest {
-                    self.set_free_run_ends(chunk, rest, span_start - rest);
-                    self.avail
-                        .insert(ChunkHeader::entry(chunk, rest), span_start - rest);
+                    self.list_free_run(chunk, rest, span_start - rest);
                 }
                 let span = i - span_start;
                 for p in span_start..i {
@@ -650,14 +653,11 @@ impl<C: Config> ArenaInner<C> {
                     len: span as u32,
                 };
                 self.purging.chosen |= 1 << slot;
-                self.purging.pages += span;
                 self.stats.dirty_pages -= span;
                 rest = i;
             }
             if end > rest {
-                self.set_free_run_ends(chunk, rest, end - rest);
-                self.avail
-                    .insert(ChunkHeader::entry(chunk, rest), end - rest);
+                self.list_free_run(chunk, rest, end - rest);
             }
         }
         true
@@ -690,22 +690,32 @@ impl<C: Config> ArenaInner<C> {
         if epoch != self.purging.epoch {
             return;
         }
-        for slot in slots(mine) {
+        // Just purged: they read as zero.
+        let (spans, pages) = self.put_back_spans(mine, FREE);
+        self.stats.purged_pages += pages as u64;
+        self.stats.purge_calls += spans as u64;
+        self.purging.in_flight &= !mine;
+    }
+
+    /// Puts the spans of the slots in `mask` back as free pages with `bits` (`FREE`, or
+    /// `FREE | DIRTY`), coalesced with their free neighbours; returns how many spans and pages.
+    fn put_back_spans(&mut self, mask: u32, bits: usize) -> (usize, usize) {
+        let (mut spans, mut pages) = (0, 0);
+        for slot in slots(mask) {
             let s = self.purging.spans[slot];
             let (page, len) = (s.page as usize, s.len as usize);
             // SAFETY: the slot records a span of our chunk whose pages are `PURGING` (in no
-            // list) and were just purged: they read as zero.
+            // list): they become free pages of that chunk.
             unsafe {
                 for p in page..page + len {
-                    (*ChunkHeader::entry(s.chunk, p)).bits = FREE;
+                    (*ChunkHeader::entry(s.chunk, p)).bits = bits;
                 }
                 self.coalesce_insert(s.chunk, page, len);
             }
-            self.purging.pages -= len;
-            self.stats.purged_pages += len as u64;
-            self.stats.purge_calls += 1;
+            spans += 1;
+            pages += len;
         }
-        self.purging.in_flight &= !mine;
+        (spans, pages)
     }
 
     /// Chooses again for a purge that stopped because every slot was in use.
@@ -719,20 +729,10 @@ impl<C: Config> ArenaInner<C> {
     /// Puts every chosen or in-flight span back as dirty free pages (the child after `fork`,
     /// whose purging threads are gone).
     fn reclaim_purging(&mut self) {
+        // Whether their `madvise` ran is unknown: the pages may hold anything.
         let all = self.purging.chosen | self.purging.in_flight;
-        for slot in slots(all) {
-            let s = self.purging.spans[slot];
-            let (page, len) = (s.page as usize, s.len as usize);
-            // SAFETY: as in `finish_purge`, but the pages may hold anything: marked dirty.
-            unsafe {
-                for p in page..page + len {
-                    (*ChunkHeader::entry(s.chunk, p)).bits = FREE | DIRTY;
-                }
-                self.coalesce_insert(s.chunk, page, len);
-            }
-            self.purging.pages -= len;
-            self.stats.dirty_pages += len;
-        }
+        let (_, pages) = self.put_back_spans(all, FREE | DIRTY);
+        self.stats.dirty_pages += pages;
         self.purging.chosen = 0;
         self.purging.in_flight = 0;
         self.purging.more = usize::MAX;
@@ -1084,9 +1084,7 @@ impl<C: Config> ArenaInner<C> {
             let flen = (*ne).len();
             self.avail.remove(ne, flen);
             if flen > need {
-                self.set_free_run_ends(chunk, next + need, flen - need);
-                self.avail
-                    .insert(ChunkHeader::entry(chunk, next + need), flen - need);
+                self.list_free_run(chunk, next + need, flen - need);
             }
             self.claim_pages(chunk, next, need, false, |_| {
                 PageEntry::large_bits(0, false)
@@ -1332,8 +1330,8 @@ impl<C: Config> ArenaInner<C> {
     }
 
     /// The purge records against the `purging` pages the walk found: every recorded span lies
-    /// in one of our chunks and is all `PURGING` pages, the spans add up to `purging.pages`,
-    /// and that is the number found (so no two spans overlap and no page is unrecorded).
+    /// in one of our chunks and is all `PURGING` pages, and the spans add up to the number
+    /// found (so no two spans overlap and no page is unrecorded).
     fn check_purging(&self, purging: usize) -> Result<(), Violation> {
         let pg = &self.purging;
         if pg.chosen & pg.in_flight != 0 {
@@ -1366,8 +1364,7 @@ impl<C: Config> ArenaInner<C> {
             }
             recorded += len;
         }
-        expect_eq("pages being purged (records)", recorded, pg.pages)?;
-        expect_eq("pages being purged", purging, pg.pages)
+        expect_eq("pages being purged", purging, recorded)
     }
 
     fn in_list(&self, e: *mut PageEntry, len: usize) -> bool {
