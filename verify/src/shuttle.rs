@@ -313,33 +313,38 @@ fn execution<C: Config>(walk: Walk) {
         // SAFETY: a live allocation of `heap`, in no thread's hands, freed once.
         unsafe { heap.free(b.ptr as *mut u8) };
     }
-    // The end checks' failures are raised last, once the heap is gone: what runs after a
-    // panic (a heap's drop takes locks, which are scheduling points) is not in the schedule
-    // shuttle records, so a replay of it would end early.
-    let mut failure = heap
-        .check_invariants()
-        .err()
-        .map(|v| format!("after freeing every block: {v}"));
+    // The end checks' failure is raised last, once the heap is gone: what runs after a panic
+    // (a heap's drop takes locks, which are scheduling points) is not in the schedule shuttle
+    // records, so a replay of it would end early.
+    let result = end_checks(&heap);
+    drop(heap);
+    drop(table);
+    if let Err(f) = result {
+        panic!("{f}");
+    }
+}
+
+/// The checks once every block is freed: invariants, nothing allocated, nothing cached after
+/// the calling thread's cache is flushed.
+fn end_checks<C: Config>(heap: &Heap<C>) -> Result<(), String> {
+    heap.check_invariants()
+        .map_err(|v| format!("after freeing every block: {v}"))?;
     let st = heap.stats();
-    if failure.is_none() && st.allocated != 0 {
-        failure = Some(format!(
+    if st.allocated != 0 {
+        return Err(format!(
             "every block freed, but the statistics count {} bytes allocated",
             st.allocated
         ));
     }
     heap.flush_thread_cache();
     let st = heap.stats();
-    if failure.is_none() && st.cached != 0 {
-        failure = Some(format!(
+    if st.cached != 0 {
+        return Err(format!(
             "every thread exited or flushed, but {} bytes are cached",
             st.cached
         ));
     }
-    drop(heap);
-    drop(table);
-    if let Some(f) = failure {
-        panic!("{f}");
-    }
+    Ok(())
 }
 
 /// Takes a random block held by `me` out of the table (so no other thread checks it while

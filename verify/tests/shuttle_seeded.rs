@@ -71,31 +71,28 @@ fn seeded_bugs_are_caught_by_the_walk() {
         "the report does not name the seed: {found}"
     );
     // The schedule the report names replays the failure, in one execution.
-    let schedule = schedule_file(&found);
-    let replayed = failure(Bug::UnlockedFree, || {
-        alloclab_verify::shuttle::replay::<Shared>(Walk::default(), &schedule)
-    })
-    .expect("the failing schedule replayed without failing");
-    assert!(
-        replayed.contains("data race"),
-        "the replay failed otherwise: {replayed}"
-    );
-    remove_schedules(&schedule);
+    replays::<Shared>(Bug::UnlockedFree, &found, "data race");
 
     let found = walk_failure::<LifoTcache>(Bug::LostFlush).expect("the walk missed the lost flush");
     assert!(
         found.contains("bytes allocated"),
         "caught, but not by the statistics check: {found}"
     );
-    // Its schedule replays it too, in one execution (the walk raises its end checks' failures
-    // after dropping the heap, so the replay needs no step the schedule lacks).
-    let schedule = schedule_file(&found);
-    let replayed = failure(Bug::LostFlush, || {
-        alloclab_verify::shuttle::replay::<LifoTcache>(Walk::default(), &schedule)
+    // Its schedule replays it too (the walk raises its end checks' failures after dropping the
+    // heap, so the replay needs no step the schedule lacks).
+    replays::<LifoTcache>(Bug::LostFlush, &found, "bytes allocated");
+}
+
+/// Replays, with `bug` on, the schedule the failure report `found` names, in one execution of
+/// config `C`: it must fail again, with `expected` in its message. Then removes the schedule.
+fn replays<C: Config>(bug: Bug, found: &str, expected: &str) {
+    let schedule = schedule_file(found);
+    let replayed = failure(bug, || {
+        alloclab_verify::shuttle::replay::<C>(Walk::default(), &schedule)
     })
-    .expect("the lost flush's schedule replayed without failing");
+    .unwrap_or_else(|| panic!("the failing schedule of {bug:?} replayed without failing"));
     assert!(
-        replayed.contains("bytes allocated"),
+        replayed.contains(expected),
         "the replay failed otherwise: {replayed}"
     );
     remove_schedules(&schedule);
