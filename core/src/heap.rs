@@ -18,7 +18,7 @@ use crate::invariants::{Violation, ViolationKind};
 use crate::lock::RawLock;
 use crate::os;
 use crate::page_map::{Owner, PageMap};
-use crate::policy::{ArenaChoice, Config, FrontEnd, Options};
+use crate::policy::{ArenaChoice, Config, FrontEnd, Options, TcacheCheck};
 use crate::report::fatal;
 use crate::safety::{DebugCaps, Safety, CANARY_BYTES, JUNK_BYTE};
 use crate::sampled::Sampler;
@@ -719,7 +719,20 @@ impl<C: Config> Heap<C> {
     #[inline(always)]
     pub unsafe fn free_fast(&self, ptr: *mut u8) -> bool {
         // SAFETY: forwarded contract.
-        C::Front::CACHE && unsafe { self.free_to_cache(ptr as usize) }
+        C::Front::CACHE && unsafe { self.free_to_cache(ptr as usize, None) }
+    }
+
+    /// [`Heap::free_fast`] for a caller that knows the heap's `Options::tcache_check` (a
+    /// dispatch table chosen when the heap was built, as liballoclab.so's): the check is a
+    /// constant instead of a flag read on every call. `check` must be the heap's setting or
+    /// `Full` (checking more is always allowed).
+    ///
+    /// # Safety
+    /// As for [`Heap::try_free`].
+    #[inline(always)]
+    pub unsafe fn free_fast_as(&self, ptr: *mut u8, check: TcacheCheck) -> bool {
+        // SAFETY: forwarded contract.
+        C::Front::CACHE && unsafe { self.free_to_cache(ptr as usize, Some(check)) }
     }
 
     /// The second half of [`Heap::free`]: everything but the thread cache's fast path (null,
@@ -768,7 +781,8 @@ impl<C: Config> Heap<C> {
         }
         if C::Front::CACHE {
             // SAFETY: forwarded contract.
-            let fast = unsafe { self.realloc_in_cache(ptr as usize, new_size, align, copy_limit) };
+            let fast =
+                unsafe { self.realloc_in_cache(ptr as usize, new_size, align, copy_limit, None) };
             if let Some(p) = fast {
                 return p;
             }
@@ -786,6 +800,22 @@ impl<C: Config> Heap<C> {
     /// As for [`Heap::reallocate`], with `ptr` not null.
     #[inline(always)]
     pub unsafe fn realloc_fast(&self, ptr: *mut u8, new_size: usize) -> Option<*mut u8> {
+        // SAFETY: forwarded contract.
+        unsafe { self.realloc_fast_as(ptr, new_size, None) }
+    }
+
+    /// [`Heap::realloc_fast`] with the cache's checks given by the caller, as for
+    /// [`Heap::free_fast_as`] (`None`: the heap's setting, read from it).
+    ///
+    /// # Safety
+    /// As for [`Heap::reallocate`], with `ptr` not null.
+    #[inline(always)]
+    pub unsafe fn realloc_fast_as(
+        &self,
+        ptr: *mut u8,
+        new_size: usize,
+        check: Option<TcacheCheck>,
+    ) -> Option<*mut u8> {
         if !C::Front::CACHE {
             return None;
         }
@@ -796,6 +826,7 @@ impl<C: Config> Heap<C> {
                 new_size,
                 crate::size_class::QUANTUM,
                 usize::MAX,
+                check,
             )
         }
     }

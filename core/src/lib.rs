@@ -89,7 +89,9 @@ pub use arena::Arena;
 pub use error::FreeError;
 pub use heap::Heap;
 pub use invariants::{Violation, ViolationKind};
-pub use policy::{ArenaChoice, ArenaCtx, Config, FrontEnd, Options, Removal, RunReuse};
+pub use policy::{
+    ArenaChoice, ArenaCtx, Config, FrontEnd, Options, Removal, RunReuse, TcacheCheck,
+};
 pub use run::RunRef;
 pub use safety::{DebugCaps, Poison, Safety};
 pub use stats::{ArenaStats, BinStats, Stats};

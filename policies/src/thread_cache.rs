@@ -5,7 +5,9 @@
 //! cache holds in one heap (1 MiB by default; `Options::tcache_max_bytes` overrides it): each
 //! class starts with a share of a quarter of it, and a class that overflows grows into the
 //! rest (as tcmalloc's free lists grow), so that a program that frees and reallocates
-//! thousands of regions of one class stops passing them through the arenas.
+//! thousands of regions of one class stops passing them through the arenas. A `free` is
+//! validated before its push as fully as the locked path would (`Options::tcache_check`
+//! trades part of that for speed).
 //!
 //! The cache itself is engine machinery (`alloclab-core`, `heap/tcache.rs`); this type selects
 //! it.

@@ -7,7 +7,7 @@
 
 use crate::select::{Arenas, Reuse, Selection};
 use alloclab_core::safety::CACHE_LINE;
-use alloclab_core::{Options, Poison, Safety, MAX_ARENAS};
+use alloclab_core::{Options, Poison, Safety, TcacheCheck, MAX_ARENAS};
 
 // ---- the configuration being built ------------------------------------------------------------
 
@@ -35,6 +35,8 @@ pub struct Conf {
     pub tcache: Option<bool>,
     /// Bytes one thread's cache may hold, if given explicitly.
     pub tcache_max: Option<usize>,
+    /// What the cache's lock-free `free` checks.
+    pub tcache_check: TcacheCheck,
     /// Arena count for round-robin, per-cpu and hashed; 0 is the strategy's default.
     pub narenas: usize,
     /// Dirty pages an arena keeps before purging, if given explicitly.
@@ -269,6 +271,7 @@ impl Conf {
             arenas: None,
             tcache: None,
             tcache_max: None,
+            tcache_check: TcacheCheck::Full,
             narenas: 0,
             dirty_max: None,
             zero_realloc: ZeroRealloc::Free,
@@ -314,6 +317,7 @@ impl Conf {
                 fork_handlers: false,
                 safety: self.safety(),
                 tcache_max_bytes: self.tcache_max.unwrap_or(Options::DEFAULT.tcache_max_bytes),
+                tcache_check: self.tcache_check,
             },
         }
     }
@@ -391,7 +395,7 @@ pub struct Opt {
 }
 
 /// Every option, in `help` order.
-pub static OPTIONS: [Opt; 22] = [
+pub static OPTIONS: [Opt; 23] = [
     Opt {
         name: "config",
         values: "addr-ordered|lifo|mrf|mrf-current|lifo-tcache",
@@ -453,6 +457,16 @@ pub static OPTIONS: [Opt; 22] = [
             } else {
                 Some(number(v, usize::MAX - 1)?)
             };
+            Ok(())
+        },
+    },
+    Opt {
+        name: "tcache_check",
+        values: "full|light",
+        default: "full",
+        help: "what the cache's lock-free free checks: full (boundary, bitmap, mark: every bad free refused at once) or light (alignment and mark: a double free of a cached region refused, others found at a flush or never; faster)",
+        set: |c, v| {
+            c.tcache_check = pick(v, &[("full", TcacheCheck::Full), ("light", TcacheCheck::Light)])?;
             Ok(())
         },
     },

@@ -17,6 +17,7 @@
 use alloclab_core::size_class::QUANTUM;
 use alloclab_core::{
     ArenaChoice, Config, DebugCaps, FreeError, FrontEnd, Heap, Options, RunReuse, Stats,
+    TcacheCheck,
 };
 use alloclab_policies::{
     AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, NoCache, PerCpu, RoundRobin, Single, ThreadCache,
@@ -164,10 +165,22 @@ impl<C: Config> OpsOf<C> {
         config_name: None,
     };
 
-    /// The table of a library built for `C` alone (`export!(C)`).
+    /// The table of a heap with `tcache_check:light`: only the fast `free` and `realloc`
+    /// differ, their check a constant rather than a flag read on every call.
+    const OPS_LIGHT: Ops = Ops {
+        free: Self::free_light,
+        realloc: Self::realloc_light,
+        ..Self::OPS
+    };
+
+    /// The tables of a library built for `C` alone (`export!(C)`).
     const OPS_NAMED: Ops = Ops {
         config_name: Some(C::NAME),
         ..Self::OPS
+    };
+    const OPS_NAMED_LIGHT: Ops = Ops {
+        config_name: Some(C::NAME),
+        ..Self::OPS_LIGHT
     };
 
     fn malloc(size: usize) -> *mut u8 {
@@ -201,7 +214,20 @@ impl<C: Config> OpsOf<C> {
     /// As for `Heap::free`.
     unsafe fn free(p: *mut u8) {
         // SAFETY: forwarded contract.
-        if unsafe { heap::<C>().free_fast(p) } {
+        if unsafe { heap::<C>().free_fast_as(p, TcacheCheck::Full) } {
+            return;
+        }
+        // SAFETY: forwarded contract.
+        unsafe { Self::free_slow(p) }
+    }
+
+    /// `free` of a heap with `tcache_check:light` (`install` chose this table for it).
+    ///
+    /// # Safety
+    /// As for `Heap::free`.
+    unsafe fn free_light(p: *mut u8) {
+        // SAFETY: forwarded contract; the heap's own setting.
+        if unsafe { heap::<C>().free_fast_as(p, TcacheCheck::Light) } {
             return;
         }
         // SAFETY: forwarded contract.
@@ -231,7 +257,22 @@ impl<C: Config> OpsOf<C> {
     /// As for `Heap::reallocate`, with `p` not null.
     unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
         // SAFETY: forwarded contract (`p` is not null: `entry::realloc` allocates for null).
-        if let Some(q) = unsafe { heap::<C>().realloc_fast(p, size) } {
+        let fast = unsafe { heap::<C>().realloc_fast_as(p, size, Some(TcacheCheck::Full)) };
+        if let Some(q) = fast {
+            return q;
+        }
+        // SAFETY: forwarded contract.
+        unsafe { Self::realloc_slow(p, size) }
+    }
+
+    /// `realloc` of a heap with `tcache_check:light`.
+    ///
+    /// # Safety
+    /// As for `realloc`.
+    unsafe fn realloc_light(p: *mut u8, size: usize) -> *mut u8 {
+        // SAFETY: forwarded contract; the heap's own setting.
+        let fast = unsafe { heap::<C>().realloc_fast_as(p, size, Some(TcacheCheck::Light)) };
+        if let Some(q) = fast {
             return q;
         }
         // SAFETY: forwarded contract.
@@ -288,7 +329,16 @@ impl<C: Config> OpsOf<C> {
         // SAFETY: the slot fits a `Heap<C>` (checked in `heap`); per the contract nobody reads
         // it yet and no heap was installed before (so nothing is overwritten that is in use).
         unsafe { h.write(Heap::with_options(options)) };
-        &Self::OPS
+        if Self::light(&options) {
+            &Self::OPS_LIGHT
+        } else {
+            &Self::OPS
+        }
+    }
+
+    /// Whether the heap's thread cache checks `free`s lightly (its table then says so).
+    fn light(options: &Options) -> bool {
+        <C::Front as FrontEnd>::CACHE && options.tcache_check == TcacheCheck::Light
     }
 
     /// As `install`, for a library built for `C` alone.
@@ -298,7 +348,11 @@ impl<C: Config> OpsOf<C> {
     unsafe fn install_named(options: Options) -> &'static Ops {
         // SAFETY: forwarded contract.
         unsafe { Self::install(options) };
-        &Self::OPS_NAMED
+        if Self::light(&options) {
+            &Self::OPS_NAMED_LIGHT
+        } else {
+            &Self::OPS_NAMED
+        }
     }
 }
 

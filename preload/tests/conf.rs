@@ -22,6 +22,7 @@ fn help_lists_every_option_and_the_program_runs_on() {
         ("current_run", "true|false"),
         ("arenas", "single|thread|round-robin|per-cpu|hashed"),
         ("narenas", ""),
+        ("tcache_check", "full|light"),
         ("stats_print", "true|false"),
         ("abort_conf", "true|false"),
     ] {

@@ -125,6 +125,54 @@ fn without_a_profile_the_same_misuse_goes_unnoticed_and_bad_frees_do_not() {
 }
 
 #[test]
+fn tcache_check_light_refuses_cached_double_frees_and_finds_other_bad_frees_late_or_never() {
+    let light = "tcache_check:light";
+    // What the light fast path still refuses: a region in a cache (the mark), and anything
+    // that is not in a small run's page (the page map and entry); the locked path then
+    // names the error as with full checks.
+    for (case, why) in [
+        ("double-free", "pointer already freed (double free)"),
+        ("foreign", "pointer not allocated by this heap"),
+    ] {
+        expect(case, light, End::Abort("free(0x"));
+        let out = run(preloaded(c_program("hardened"), light).arg(case), LIMIT);
+        assert!(
+            out.stderr.ends_with(&format!("): {why}\n")),
+            "{case}: {out:?}"
+        );
+    }
+    expect("double-free-large", light, End::Abort("free(0x"));
+    // What it takes unchecked: a 16-byte aligned pointer into a live region, or to a region
+    // never handed out. Full checks refuse both on the spot.
+    for case in ["interior", "never-allocated"] {
+        expect(case, light, End::Survives);
+        expect(case, "tcache_check:full", End::Abort("free(0x"));
+    }
+    // Taken unchecked, found when the region goes back to its run: here at the thread's exit.
+    expect(
+        "interior-in-thread",
+        light,
+        End::Abort("thread cache: region 0x"),
+    );
+    let out = run(
+        preloaded(c_program("hardened"), light).arg("interior-in-thread"),
+        LIMIT,
+    );
+    assert!(
+        out.stderr
+            .contains("(pointer into the middle of an allocation; with tcache_check:light"),
+        "{out:?}"
+    );
+    expect("interior-in-thread", "", End::Abort("free(0x"));
+    // Without a thread cache the option changes nothing.
+    expect(
+        "interior",
+        "config:lifo,tcache_check:light",
+        End::Abort("free(0x"),
+    );
+}
+
+#[test]
 fn sampled_allocations_fault_with_a_report_and_both_stacks() {
     let prog = c_program("hardened");
     let out = run(

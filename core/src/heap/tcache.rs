@@ -4,7 +4,8 @@
 //! (linked through each region's first word) and its count. `malloc` pops from the stack
 //! without any lock or atomic read-modify-write; an empty stack is refilled with half its
 //! capacity from an arena under one lock. `free` validates the pointer (page map, page entry,
-//! region boundary, bitmap bit, cache mark) without a lock and pushes it; a full stack first
+//! region boundary, bitmap bit, cache mark; with `tcache_check:light` only the page map, the
+//! entry, alignment and the mark, see `TcacheCheck`) without a lock and pushes it; a full stack first
 //! gives half its capacity back to the regions' arenas (a flush), each arena locked once.
 //!
 //! - **Bounds.** One thread's cache holds at most `FrontEnd::MAX_BYTES` (or
@@ -44,7 +45,7 @@ use crate::error::FreeError;
 use crate::invariants::{Violation, ViolationKind};
 use crate::lock::RawLock;
 use crate::page_map::Owner;
-use crate::policy::{Config, FrontEnd, Options};
+use crate::policy::{Config, FrontEnd, Options, TcacheCheck};
 use crate::run::{Run, RunHeader};
 use crate::size_class::{bin, small_index, CHUNK_HEADER_PAGES, NBINS, QUANTUM, SMALL_MAX};
 use crate::sync::untracked::{AtomicU64, AtomicUsize};
@@ -105,6 +106,8 @@ pub(crate) struct CachePool {
     lock: RawLock,
     lists: UnsafeCell<Lists>,
     secret: usize,
+    /// `Options::tcache_check` is `Light`: the fast paths skip the boundary and bitmap checks.
+    light: bool,
     /// Starting capacity of each class, in regions (0: not cached).
     base: [u16; NBINS],
     /// Regions one fill or flush of each class moves.
@@ -151,6 +154,7 @@ impl CachePool {
                 spare: ptr::null_mut(),
             }),
             secret: secret | 1,
+            light: options.tcache_check == TcacheCheck::Light,
             base,
             batch,
             most,
@@ -412,8 +416,11 @@ impl<C: Config> Heap<C> {
     /// cache, validated without a lock as `free_cached` does (page map, page entry, region
     /// boundary, bitmap bit, cache mark); `None` for anything else, which the locked paths
     /// then sort out (null, errors, large and huge allocations).
+    ///
+    /// `check`: the heap's `Options::tcache_check` as the caller knows it, or `None` to read
+    /// it from the heap.
     #[inline(always)]
-    fn taken_region(s: &Shared<C>, addr: usize) -> Option<usize> {
+    fn taken_region(s: &Shared<C>, addr: usize, check: Option<TcacheCheck>) -> Option<usize> {
         let Owner::Chunk(chunk) = s.map.lookup(addr) else {
             return None;
         };
@@ -424,6 +431,23 @@ impl<C: Config> Heap<C> {
         // too, of kind `META`, which the kind check refuses.)
         let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
         let idx = e.bin();
+        let light = match check {
+            Some(c) => {
+                debug_assert!(c == TcacheCheck::Full || s.caches.light);
+                c == TcacheCheck::Light
+            }
+            None => s.caches.light,
+        };
+        if light {
+            // `tcache_check:light`: no boundary, no bitmap. Aligned, so that the mark's word
+            // is inside the page (and most interior pointers still go to the locked path).
+            // SAFETY: a 16-aligned address in a page of a live small run: two words mapped.
+            let taken = e.kind() == SMALL
+                && idx < NBINS
+                && addr % QUANTUM == 0
+                && !unsafe { s.caches.marked(addr) };
+            return taken.then_some(idx);
+        }
         if e.kind() != SMALL || idx >= NBINS || e.run_offset() > page {
             return None;
         }
@@ -453,12 +477,12 @@ impl<C: Config> Heap<C> {
     /// # Safety
     /// As for `Heap::try_free`.
     #[inline(always)]
-    pub(super) unsafe fn free_to_cache(&self, addr: usize) -> bool {
+    pub(super) unsafe fn free_to_cache(&self, addr: usize, check: Option<TcacheCheck>) -> bool {
         // No `cache_on` test: as in `alloc_from_cache`, the memo check below covers it.
         let Some(s) = self.shared_if_init() else {
             return false;
         };
-        let Some(idx) = Self::taken_region(s, addr) else {
+        let Some(idx) = Self::taken_region(s, addr, check) else {
             return false;
         };
         let Some(c) = Self::memo_cache(s) else {
@@ -489,13 +513,14 @@ impl<C: Config> Heap<C> {
         size: usize,
         align: usize,
         copy_limit: usize,
+        check: Option<TcacheCheck>,
     ) -> Option<*mut u8> {
         // No `cache_on` test: as in `alloc_from_cache`, the memo check below covers it.
         let s = self.shared_if_init()?;
         if !(align <= QUANTUM && size <= SMALL_MAX) {
             return None;
         }
-        let old = Self::taken_region(s, addr)?;
+        let old = Self::taken_region(s, addr, check)?;
         let new = small_index(size);
         if new == old {
             return Some(addr as *mut u8);
@@ -962,7 +987,9 @@ fn arena_of<C: Config>(addr: usize) -> *const Arena<C> {
 /// Returns a region taken off a cache's stack (its mark cleared) to its run.
 ///
 /// # Safety
-/// `addr` is a region taken from a live run of the arena whose state `inner` is (locked).
+/// `addr` is in a page of a live chunk of the arena whose state `inner` is (locked): a region
+/// taken from its run, or (`tcache_check:light`) what a program's `free` passed the light
+/// checks with, which this checks again.
 #[inline(always)]
 unsafe fn give_back<C: Config>(inner: &mut ArenaInner<C>, addr: usize) {
     // SAFETY: per the contract: the entry of a live run's page.
@@ -970,9 +997,18 @@ unsafe fn give_back<C: Config>(inner: &mut ArenaInner<C>, addr: usize) {
         let chunk = ChunkHeader::of(addr);
         let page = ChunkHeader::page_index(addr);
         let e = (*ChunkHeader::entry(chunk, page)).get();
-        if inner.free_small(chunk, page, e, addr).is_err() {
+        // A region taken unchecked (`tcache_check:light`) may be one whose run has gone since.
+        let done = if e.kind() == SMALL && e.bin() < NBINS && e.run_offset() <= page {
+            inner.free_small(chunk, page, e, addr)
+        } else {
+            Err(FreeError::NotAllocated)
+        };
+        if let Err(err) = done {
+            // With full checks, a bug of the engine; with `tcache_check:light`, most likely
+            // the program's invalid or double free, found only now.
             crate::report::fatal(format_args!(
-                "thread cache: region {addr:#x} was not taken from its run"
+                "thread cache: region {addr:#x} was not taken from its run ({err}; with \
+                 tcache_check:light, an invalid or double free the cache took unchecked)"
             ));
         }
     }

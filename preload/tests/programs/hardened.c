@@ -2,6 +2,7 @@
  * small and large allocations, accesses through a malloc(0) pointer, and bad frees, each with
  * its own message. Usage: hardened <case>. Prints "reached: <case>" on stdout just before the
  * misuse, and "survived: <case>" if the program was not stopped. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,14 @@ static void churn(size_t size) {
         char *q = malloc(size);
         free(q);
     }
+}
+
+/* Frees `arg` and ends: the thread's exit gives its cache back to the arenas. (A thread's
+ * first free sets up its cache; that one takes the slow path.) */
+static void *free_and_exit(void *arg) {
+    free(malloc(100));
+    free(arg);
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -65,6 +74,10 @@ int main(int argc, char **argv) {
         free(big);
     } else if (!strcmp(c, "interior")) {
         free(p + 16);
+    } else if (!strcmp(c, "interior-in-thread")) {
+        /* As "interior", from a thread that then ends (its cache is flushed). */
+        pthread_t t;
+        if (pthread_create(&t, NULL, free_and_exit, p + 16) || pthread_join(t, NULL)) return 5;
     } else if (!strcmp(c, "foreign")) {
         free(not_heap + 16);
     } else if (!strcmp(c, "sampled-off-by-one")) {
