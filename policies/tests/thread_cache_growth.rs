@@ -3,7 +3,7 @@
 //! cannot grow.
 
 use alloclab_core::size_class::{bin, small_index, NBINS};
-use alloclab_core::Heap;
+use alloclab_core::{FrontEnd, Heap};
 use alloclab_policies::configs::Using;
 use alloclab_policies::{Lifo, Single, ThreadCache};
 
@@ -90,4 +90,19 @@ fn the_byte_bound_holds_across_classes() {
         assert_eq!(st.allocated, 0);
         heap.check_invariants().unwrap();
     }
+}
+
+#[test]
+fn the_default_bound_is_a_mebibyte() {
+    // The documented default (`ThreadCache` without a parameter).
+    assert_eq!(<ThreadCache as FrontEnd>::MAX_BYTES, 1 << 20);
+    // And a heap built with it caches as much as one with an explicit 1 MiB bound: 4000
+    // regions of 64 bytes (250 KiB, within half the bound) stay in the cache.
+    let heap = Heap::<Using<Lifo, Single, ThreadCache>>::new();
+    let n = 4000;
+    let st = churn(&heap, n);
+    assert!(st.cached >= n * SIZE, "{}", st.cached);
+    assert_eq!(st.allocated, 0);
+    heap.flush_thread_cache();
+    assert_eq!(heap.stats().cached, 0);
 }

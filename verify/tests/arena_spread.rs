@@ -14,8 +14,9 @@
 //!   exited threads' arenas go to the next threads; `ThreadLocal<496>` sends only requests
 //!   above 496 bytes to arena 0;
 //! - `LargeResetsShared<512>` (the thread-arenas seed's bug, kept for studies, so it must stay
-//!   exactly that bug): a thread's own arena until its first request above 512 bytes, arena 0
-//!   for everything after it; both bindings handed back at exit.
+//!   exactly that bug): a thread's own arena until its first request above 512 bytes (a first
+//!   request of exactly 512 bytes included), arena 0 for everything after it; both bindings
+//!   handed back at exit.
 //!
 //! Nothing here depends on timing. `Hashed` depends on thread addresses: with 32 threads per
 //! arena, a correct hash leaves an arena empty with probability below 1e-6 per run (each
@@ -246,6 +247,18 @@ fn large_resets_shared_is_the_seed_bug_exactly() {
         // For good: small requests follow the thread to arena 0.
         assert_eq!(arena_now(&h2, 32), 0);
         assert_eq!(arena_now(&h2, 100_000), 0);
+    })
+    .join()
+    .unwrap();
+    // A thread whose first request is exactly 512 bytes (not above the threshold) gets an
+    // arena of its own, and keeps it for its 512-byte and smaller requests.
+    let h2 = h.clone();
+    std::thread::spawn(move || {
+        let own = arena_now(&h2, 512);
+        assert_ne!(own, 0, "a first request of 512 bytes is small");
+        for size in [512, 32, 512] {
+            assert_eq!(arena_now(&h2, size), own, "size {size}");
+        }
     })
     .join()
     .unwrap();

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | LIFO that forgets to drop a run that became full | `check_invariants`: `FullRunKnown` |
 //! | MRF that inserts a run twice (slot stack) | `check_invariants`: `RunKnownTwice` |
-//! | MRF that re-inserts into its intrusive list | `check_invariants`: `Policy` (the list's own check) |
+//! | MRF or LIFO that re-inserts into its intrusive list | `check_invariants`: `Policy` (`Mrf`'s or `Lifo`'s own check) |
 //! | arena choice that a large request resets to the shared arena | kit: arena stable across sizes |
 //! | LIFO that keeps full runs out of `for_each`'s sight and picks one | the engine's check on picked runs: `UnusablePick`, a finding (verification builds), not an abort |
 //! | address-ordered policy whose `pick` offers nothing, under `CurrentRun` | `check_invariants`: `Policy` (`CurrentRun`'s own check: a run it prefers is not current) |
@@ -21,11 +21,12 @@ use alloclab_core::{
 };
 use alloclab_policies::configs::Using;
 use alloclab_policies::{
-    AddrOrdered, CurrentRun, ListLinks, ListRun, RunList, Single, Treap, TreeLinks,
+    AddrOrdered, CurrentRun, Lifo, ListLinks, ListRun, Mrf, RunList, Single, Treap, TreeLinks,
 };
 use alloclab_verify::machine::find_counterexample;
 use alloclab_verify::{check_arena_choice, check_run_reuse, Check, LifoModel, Unmodeled};
 use core::cell::Cell;
+use core::marker::PhantomData;
 
 /// LIFO whose `remove` ignores runs that became full: they stay in the list.
 struct LifoKeepsFull;
@@ -153,31 +154,43 @@ unsafe impl RunReuse for PicksFullRun {
     }
 }
 
-/// MRF whose `freed` pushes the run onto the intrusive list again (without unlinking it).
-struct MrfReinsert;
+/// `R` (`Lifo` or `Mrf`) whose `freed` pushes the run onto the intrusive list again, without
+/// unlinking it: the list becomes a cycle. Every other call is `R`'s, `check` included, so the
+/// test fails if `R`'s own check stops looking at the list (mutation testing found `Lifo::check`
+/// and `Mrf::check` could return `Ok(())` unnoticed).
+struct ListReinsert<R>(PhantomData<R>);
 
 // SAFETY: none; breaks the list on purpose. The suite stops at the check that sees it.
-unsafe impl RunReuse for MrfReinsert {
+unsafe impl<R: RunReuse<Links = ListLinks, Bin = RunList>> RunReuse for ListReinsert<R> {
     type Links = ListLinks;
     type Bin = RunList;
-    const NAME: &'static str = "seeded-mrf-reinsert";
+    const NAME: &'static str = "seeded-list-reinsert";
     fn insert(bin: &mut RunList, run: ListRun) {
-        bin.push_front(run);
+        R::insert(bin, run);
     }
     fn freed(bin: &mut RunList, run: ListRun) {
-        bin.push_front(run); // the bug: `move_to_front` unlinks first
+        bin.push_front(run); // the bug: `move_to_front` unlinks first, `Lifo` leaves it be
     }
     fn pick(bin: &mut RunList) -> Option<ListRun> {
-        bin.front()
+        R::pick(bin)
     }
-    fn remove(bin: &mut RunList, run: ListRun, _: Removal) {
-        bin.remove(run);
+    fn remove(bin: &mut RunList, run: ListRun, why: Removal) {
+        R::remove(bin, run, why);
     }
     fn for_each(bin: &RunList, f: &mut dyn FnMut(ListRun)) {
-        bin.for_each(f);
+        // Past the bug a walk of the list never ends. The engine's invariant check runs the
+        // policy's `check` before it walks; should that check miss the cycle, stop the walk
+        // where the list's length says it ends (a panic, as `for_each` cannot return early),
+        // so that the test fails instead of hanging.
+        let mut left = bin.len();
+        bin.for_each(&mut |r| {
+            assert!(left > 0, "{}: a walk past the list's length", Self::NAME);
+            left -= 1;
+            f(r);
+        });
     }
     fn check(bin: &RunList) -> Result<(), &'static str> {
-        bin.check()
+        R::check(bin)
     }
 }
 
@@ -239,8 +252,21 @@ fn mrf_knowing_a_run_twice_is_caught_as_run_known_twice() {
 
 #[test]
 fn mrf_reinserting_into_its_list_is_caught_by_the_policy_check() {
-    let (ops, f) = find_counterexample::<Using<MrfReinsert, Single>, Unmodeled>(32, 400, SEED)
-        .expect("the seeded MRF list bug went unnoticed");
+    reinserting_into_its_list_is_caught_by_the_policy_check::<Mrf>();
+}
+
+#[test]
+fn lifo_reinserting_into_its_list_is_caught_by_the_policy_check() {
+    reinserting_into_its_list_is_caught_by_the_policy_check::<Lifo>();
+}
+
+/// The state machine finds `ListReinsert<R>` out by `R`'s own check (`Policy`), not by a
+/// walk of the cycle.
+fn reinserting_into_its_list_is_caught_by_the_policy_check<
+    R: RunReuse<Links = ListLinks, Bin = RunList>,
+>() {
+    let (ops, f) = find_counterexample::<Using<ListReinsert<R>, Single>, Unmodeled>(32, 400, SEED)
+        .expect("the seeded list bug went unnoticed");
     assert!(
         f.is_violation(ViolationKind::Policy("")),
         "{f} after {ops:?}"
@@ -254,10 +280,8 @@ fn a_large_request_resetting_the_thread_arena_is_caught() {
     assert!(f.detail.contains("513-byte request"), "{f}");
     // The state machine alone cannot see it: one thread, any arena is a valid arena.
     assert!(
-        find_counterexample::<Using<alloclab_policies::Lifo, ClobberedThreadArenas>, LifoModel>(
-            4, 200, SEED
-        )
-        .is_none()
+        find_counterexample::<Using<Lifo, ClobberedThreadArenas>, LifoModel>(4, 200, SEED)
+            .is_none()
     );
 }
 
