@@ -99,6 +99,10 @@ pub struct CompareArgs {
     /// allocators and liballoclab.so instead of the built-in workloads.
     #[arg(long)]
     pub programs: bool,
+    /// With --programs: one more subject, liballoclab.so under ALLOCLAB_CONF=CONF, named NAME
+    /// (repeatable), e.g. `--preload-conf light=config:lifo-tcache,tcache_check:light`.
+    #[arg(long, value_name = "NAME=CONF")]
+    pub preload_conf: Vec<programs::ConfSubject>,
     /// Kill a measurement after this many seconds (recorded as a failure).
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
@@ -235,8 +239,14 @@ pub fn write_outputs(results: &Results, dir: &Path, latex: bool) -> Result<(), S
 
 /// The `compare` command.
 pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
+    if !args.preload_conf.is_empty() && !args.programs {
+        return fail(
+            "compare",
+            "--preload-conf names a liballoclab.so setting to preload: it needs --programs",
+        );
+    }
     if args.programs {
-        return match programs::run_programs(entries, args_to_programs(args)) {
+        return match programs::run_programs(entries, &args.preload_conf, args_to_programs(args)) {
             Ok(results) => match write_outputs(&results, &args.out, args.latex) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => fail("compare", e),

@@ -255,9 +255,106 @@ fn reported_hwm(stderr: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Runs every program under every preload; results in the same schema as `compare`
+/// A subject of the user's: liballoclab.so under an `ALLOCLAB_CONF` of their own
+/// (`compare --programs --preload-conf NAME=CONF`), so that settings no named config has
+/// (`tcache_check:light`, `tcache_max:`, a profile) can be compared as jemalloc's users compare
+/// `MALLOC_CONF` settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfSubject {
+    /// The subject's name in `--subjects`, `--baseline` and the reports.
+    pub name: String,
+    /// The `ALLOCLAB_CONF` string.
+    pub conf: String,
+}
+
+impl std::str::FromStr for ConfSubject {
+    type Err = String;
+
+    /// `NAME=CONF`: a name of letters, digits, `-`, `_` and `.`, and a non-empty conf.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let Some((name, conf)) = s.split_once('=') else {
+            return Err(format!("`{s}`: expected NAME=ALLOCLAB_CONF, as light=config:lifo-tcache,tcache_check:light"));
+        };
+        let (name, conf) = (name.trim(), conf.trim());
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(format!(
+                "`{s}`: the name `{name}` must be letters, digits, '-', '_' or '.'"
+            ));
+        }
+        if conf.is_empty() {
+            return Err(format!("`{s}`: the ALLOCLAB_CONF after '=' is empty"));
+        }
+        Ok(ConfSubject {
+            name: name.into(),
+            conf: conf.into(),
+        })
+    }
+}
+
+/// Adds a preload for each of `confs` (liballoclab.so at `so`) to `preloads`. A name already
+/// taken, or a conf liballoclab.so refuses (checked by starting `/bin/true` under it with
+/// `abort_conf:true`), is an error; a bad entry can then not skew a measurement unnoticed.
+pub fn add_conf_subjects(
+    preloads: &mut Vec<Preload>,
+    confs: &[ConfSubject],
+    so: Option<&Path>,
+) -> Result<(), String> {
+    if confs.is_empty() {
+        return Ok(());
+    }
+    let Some(so) = so else {
+        return Err("--preload-conf needs liballoclab.so: build it with \
+                    `cargo build --release -p liballoclab`, or name it with ALLOCLAB_SO"
+            .into());
+    };
+    for c in confs {
+        if preloads.iter().any(|p| p.name == c.name) {
+            return Err(format!(
+                "--preload-conf {}={}: the name `{}` is taken (pick another)",
+                c.name, c.conf, c.name
+            ));
+        }
+        // `abort_conf` anywhere in the string makes every bad entry fatal.
+        let conf = format!("abort_conf:true,{}", c.conf);
+        let probe = Path::new("/bin/true");
+        if probe.exists() {
+            let out = Command::new(probe)
+                .env("LD_PRELOAD", so)
+                .env("ALLOCLAB_CONF", &conf)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("cannot start /bin/true to check --preload-conf: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "--preload-conf {}={}: liballoclab.so refuses it: {}",
+                    c.name,
+                    c.conf,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+        }
+        preloads.push(Preload {
+            name: c.name.clone(),
+            describe: format!("liballoclab.so, ALLOCLAB_CONF={}", c.conf),
+            library: Some(so.to_path_buf()),
+            env: vec![("ALLOCLAB_CONF".into(), conf)],
+        });
+    }
+    Ok(())
+}
+
+/// Runs every program under every preload (the peers, liballoclab.so under the named configs
+/// in `entries`, and under each of `confs`); results in the same schema as `compare`
 /// (workloads are named `program:NAME`).
-pub fn run_programs(entries: &[SubjectEntry], opts: ProgramOptions) -> Result<Results, String> {
+pub fn run_programs(
+    entries: &[SubjectEntry],
+    confs: &[ConfSubject],
+    opts: ProgramOptions,
+) -> Result<Results, String> {
     let programs: Vec<Program> = programs(opts.quick)
         .into_iter()
         .filter(|p| p.binary.exists())
@@ -265,7 +362,9 @@ pub fn run_programs(entries: &[SubjectEntry], opts: ProgramOptions) -> Result<Re
     if programs.is_empty() {
         return Err("none of python3, lua5.4, sqlite3, perl is installed".into());
     }
-    run_with(&programs, preloads(entries), opts)
+    let mut preloads = preloads(entries);
+    add_conf_subjects(&mut preloads, confs, liballoclab().as_deref())?;
+    run_with(&programs, preloads, opts)
 }
 
 /// Runs `programs` under `preloads` (those `opts.subjects` keeps); results as `run_programs`.
@@ -375,7 +474,40 @@ pub fn run_with(
 
 #[cfg(test)]
 mod tests {
-    use super::reported_hwm;
+    use super::{add_conf_subjects, peer_preloads, reported_hwm, ConfSubject};
+    use std::path::Path;
+
+    #[test]
+    fn conf_subjects_parse_and_bad_ones_say_why() {
+        let c: ConfSubject = "light=config:lifo-tcache,tcache_check:light"
+            .parse()
+            .unwrap();
+        assert_eq!(c.name, "light");
+        assert_eq!(c.conf, "config:lifo-tcache,tcache_check:light");
+        for (bad, why) in [
+            ("light", "expected NAME=ALLOCLAB_CONF"),
+            ("=config:lifo", "must be letters"),
+            ("a b=config:lifo", "must be letters"),
+            ("light=", "is empty"),
+        ] {
+            let e = bad.parse::<ConfSubject>().unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn conf_subjects_need_the_library_and_a_free_name() {
+        let c: ConfSubject = "system=config:lifo".parse().unwrap();
+        let mut p = peer_preloads();
+        let n = p.len();
+        let e = add_conf_subjects(&mut p, std::slice::from_ref(&c), None).unwrap_err();
+        assert!(e.contains("needs liballoclab.so"), "{e}");
+        // "system" is glibc's: taken (refused before the library is started).
+        let e = add_conf_subjects(&mut p, &[c], Some(Path::new("/nonexistent.so"))).unwrap_err();
+        assert!(e.contains("is taken"), "{e}");
+        assert_eq!(p.len(), n);
+        add_conf_subjects(&mut p, &[], None).unwrap();
+    }
 
     #[test]
     fn reads_the_last_vmhwm_line() {
