@@ -801,16 +801,31 @@ impl<C: Config> Heap<C> {
     #[inline(always)]
     pub unsafe fn realloc_fast(&self, ptr: *mut u8, new_size: usize) -> Option<*mut u8> {
         // SAFETY: forwarded contract.
-        unsafe { self.realloc_fast_as(ptr, new_size, None) }
+        unsafe { self.realloc_fast_with(ptr, new_size, None) }
     }
 
     /// [`Heap::realloc_fast`] with the cache's checks given by the caller, as for
-    /// [`Heap::free_fast_as`] (`None`: the heap's setting, read from it).
+    /// [`Heap::free_fast_as`].
     ///
     /// # Safety
     /// As for [`Heap::reallocate`], with `ptr` not null.
     #[inline(always)]
     pub unsafe fn realloc_fast_as(
+        &self,
+        ptr: *mut u8,
+        new_size: usize,
+        check: TcacheCheck,
+    ) -> Option<*mut u8> {
+        // SAFETY: forwarded contract.
+        unsafe { self.realloc_fast_with(ptr, new_size, Some(check)) }
+    }
+
+    /// Both of the above (`None`: the heap's setting, read from it).
+    ///
+    /// # Safety
+    /// As for [`Heap::reallocate`], with `ptr` not null.
+    #[inline(always)]
+    unsafe fn realloc_fast_with(
         &self,
         ptr: *mut u8,
         new_size: usize,

@@ -156,8 +156,8 @@ impl<C: Config> OpsOf<C> {
         malloc: Self::malloc,
         malloc_zeroed: Self::malloc_zeroed,
         allocate: Self::allocate,
-        free: Self::free,
-        realloc: Self::realloc,
+        free: Self::free::<false>,
+        realloc: Self::realloc::<false>,
         usable_size: Self::usable_size,
         size_fits: Self::size_fits,
         stats: Self::stats,
@@ -168,8 +168,8 @@ impl<C: Config> OpsOf<C> {
     /// The table of a heap with `tcache_check:light`: only the fast `free` and `realloc`
     /// differ, their check a constant rather than a flag read on every call.
     const OPS_LIGHT: Ops = Ops {
-        free: Self::free_light,
-        realloc: Self::realloc_light,
+        free: Self::free::<true>,
+        realloc: Self::realloc::<true>,
         ..Self::OPS
     };
 
@@ -210,24 +210,13 @@ impl<C: Config> OpsOf<C> {
         heap::<C>().allocate(size, align, zero)
     }
 
-    /// # Safety
-    /// As for `Heap::free`.
-    unsafe fn free(p: *mut u8) {
-        // SAFETY: forwarded contract.
-        if unsafe { heap::<C>().free_fast_as(p, TcacheCheck::Full) } {
-            return;
-        }
-        // SAFETY: forwarded contract.
-        unsafe { Self::free_slow(p) }
-    }
-
-    /// `free` of a heap with `tcache_check:light` (`install` chose this table for it).
+    /// `free`; `LIGHT`: the heap has `tcache_check:light` (`install` chose the table by it).
     ///
     /// # Safety
     /// As for `Heap::free`.
-    unsafe fn free_light(p: *mut u8) {
-        // SAFETY: forwarded contract; the heap's own setting.
-        if unsafe { heap::<C>().free_fast_as(p, TcacheCheck::Light) } {
+    unsafe fn free<const LIGHT: bool>(p: *mut u8) {
+        // SAFETY: forwarded contract; `LIGHT` is the heap's own setting.
+        if unsafe { heap::<C>().free_fast_as(p, Self::check::<LIGHT>()) } {
             return;
         }
         // SAFETY: forwarded contract.
@@ -251,27 +240,14 @@ impl<C: Config> OpsOf<C> {
         }
     }
 
-    /// Keeps `errno` on success and sets `ENOMEM` on failure.
+    /// Keeps `errno` on success and sets `ENOMEM` on failure; `LIGHT` as for `free`.
     ///
     /// # Safety
     /// As for `Heap::reallocate`, with `p` not null.
-    unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
-        // SAFETY: forwarded contract (`p` is not null: `entry::realloc` allocates for null).
-        let fast = unsafe { heap::<C>().realloc_fast_as(p, size, Some(TcacheCheck::Full)) };
-        if let Some(q) = fast {
-            return q;
-        }
-        // SAFETY: forwarded contract.
-        unsafe { Self::realloc_slow(p, size) }
-    }
-
-    /// `realloc` of a heap with `tcache_check:light`.
-    ///
-    /// # Safety
-    /// As for `realloc`.
-    unsafe fn realloc_light(p: *mut u8, size: usize) -> *mut u8 {
-        // SAFETY: forwarded contract; the heap's own setting.
-        let fast = unsafe { heap::<C>().realloc_fast_as(p, size, Some(TcacheCheck::Light)) };
+    unsafe fn realloc<const LIGHT: bool>(p: *mut u8, size: usize) -> *mut u8 {
+        // SAFETY: forwarded contract (`p` is not null: `entry::realloc` allocates for null);
+        // `LIGHT` is the heap's own setting.
+        let fast = unsafe { heap::<C>().realloc_fast_as(p, size, Self::check::<LIGHT>()) };
         if let Some(q) = fast {
             return q;
         }
@@ -329,16 +305,28 @@ impl<C: Config> OpsOf<C> {
         // SAFETY: the slot fits a `Heap<C>` (checked in `heap`); per the contract nobody reads
         // it yet and no heap was installed before (so nothing is overwritten that is in use).
         unsafe { h.write(Heap::with_options(options)) };
-        if Self::light(&options) {
-            &Self::OPS_LIGHT
+        Self::table(&options, false)
+    }
+
+    /// The cache check a table's `free` and `realloc` pass (a constant in each).
+    #[inline(always)]
+    const fn check<const LIGHT: bool>() -> TcacheCheck {
+        if LIGHT {
+            TcacheCheck::Light
         } else {
-            &Self::OPS
+            TcacheCheck::Full
         }
     }
 
-    /// Whether the heap's thread cache checks `free`s lightly (its table then says so).
-    fn light(options: &Options) -> bool {
-        <C::Front as FrontEnd>::CACHE && options.tcache_check == TcacheCheck::Light
+    /// The table of a heap built with `options`; `named`: of a library built for `C` alone.
+    fn table(options: &Options, named: bool) -> &'static Ops {
+        let light = <C::Front as FrontEnd>::CACHE && options.tcache_check == TcacheCheck::Light;
+        match (named, light) {
+            (false, false) => &Self::OPS,
+            (false, true) => &Self::OPS_LIGHT,
+            (true, false) => &Self::OPS_NAMED,
+            (true, true) => &Self::OPS_NAMED_LIGHT,
+        }
     }
 
     /// As `install`, for a library built for `C` alone.
@@ -348,11 +336,7 @@ impl<C: Config> OpsOf<C> {
     unsafe fn install_named(options: Options) -> &'static Ops {
         // SAFETY: forwarded contract.
         unsafe { Self::install(options) };
-        if Self::light(&options) {
-            &Self::OPS_NAMED_LIGHT
-        } else {
-            &Self::OPS_NAMED
-        }
+        Self::table(&options, true)
     }
 }
 
