@@ -123,6 +123,10 @@ fn programs(quick: bool) -> Vec<Program> {
     ]
 }
 
+/// How to get liballoclab.so, for the errors of whatever needs it.
+pub const LIBALLOCLAB_HINT: &str =
+    "build it with `cargo build --release -p liballoclab`, or name it with ALLOCLAB_SO";
+
 /// liballoclab.so: next to the running binary (target/release/ when built with
 /// `cargo build --release -p liballoclab`), or named by `ALLOCLAB_SO`.
 pub fn liballoclab() -> Option<PathBuf> {
@@ -307,9 +311,9 @@ pub fn add_conf_subjects(
         return Ok(());
     }
     let Some(so) = so else {
-        return Err("--preload-conf needs liballoclab.so: build it with \
-                    `cargo build --release -p liballoclab`, or name it with ALLOCLAB_SO"
-            .into());
+        return Err(format!(
+            "--preload-conf needs liballoclab.so: {LIBALLOCLAB_HINT}"
+        ));
     };
     for c in confs {
         if preloads.iter().any(|p| p.name == c.name) {

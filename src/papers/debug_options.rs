@@ -9,7 +9,7 @@
 //! reads from `/proc/self/status` before it exits.
 
 use super::{Grid, Question, Study};
-use crate::measure::programs::{liballoclab, peer_preloads, Preload, Program};
+use crate::measure::programs::{liballoclab, peer_preloads, Preload, Program, LIBALLOCLAB_HINT};
 use crate::measure::subjects::SubjectEntry;
 use std::path::Path;
 use std::process::Command;
@@ -53,9 +53,7 @@ const ALLOCLAB: [(&str, &str); 3] = [
 /// allocators to run it under.
 fn programs(dir: &Path) -> Result<(Vec<Program>, Vec<Preload>), String> {
     let Some(so) = liballoclab() else {
-        return Err("liballoclab.so not found: build it with \
-                    `cargo build --release -p liballoclab`, or name it with ALLOCLAB_SO"
-            .into());
+        return Err(format!("liballoclab.so not found: {LIBALLOCLAB_HINT}"));
     };
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let source = dir.join("tiny-malloc.c");
