@@ -4,7 +4,10 @@
 use std::path::Path;
 
 fn main() {
-    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock");
+    // Read at run time, not baked in with `env!`: a build script's binary may be reused for
+    // another checkout sharing the target directory.
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default();
+    let lock = Path::new(&dir).join("Cargo.lock");
     println!("cargo:rerun-if-changed={}", lock.display());
     let Ok(text) = std::fs::read_to_string(&lock) else {
         return;
