@@ -6,8 +6,10 @@
 # The file names symbols exactly as the current toolchain mangles them for the release
 # profile: after a Rust update (or a change of the release profile, the workspace's version or
 # its dependencies), run this again; edits to the code rename only the few internal symbols
-# that LLVM suffixes with `.llvm.<hash>`. A stale file costs only speed: names it lists that
-# no longer exist are skipped.
+# that LLVM suffixes with `.llvm.<hash>`, but a change of a type or a signature the start-up
+# code uses renames the functions that use it. A stale file costs only speed (names it lists
+# that no longer exist are skipped), so the test suite checks it: `--check` fails, naming them,
+# when a symbol the file lists is not in the release build of liballoclab.so.
 #
 # Needs valgrind (callgrind) and a C compiler. Functions: those callgrind sees run in
 # liballoclab.so while a program allocates, reallocates and frees a little and exits, under
@@ -16,6 +18,22 @@
 # the way).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--check" ]; then
+    target="${CARGO_TARGET_DIR:-target}"
+    so="$target/release/liballoclab.so"
+    [ -e "$so" ] || { echo "$so: build it first (cargo build --release -p liballoclab)"; exit 1; }
+    missing=$(comm -23 <(grep -v '^#' preload/so/startup.order | sort -u) \
+        <(nm --defined-only "$so" | awk '{ print $3 }' | sort -u))
+    if [ -n "$missing" ]; then
+        echo "preload/so/startup.order names $(echo "$missing" | wc -l) symbols that $so does not"
+        echo "define (start-up then faults in more pages); run scripts/startup-order.sh:"
+        echo "$missing" | c++filt | sed 's/^/  /'
+        exit 1
+    fi
+    echo "preload/so/startup.order: all $(grep -vc '^#' preload/so/startup.order) symbols are in $so"
+    exit 0
+fi
 
 nice -n 10 cargo build --release -p liballoclab
 so=$PWD/target/release/liballoclab.so

@@ -62,6 +62,8 @@ step "liballoclab.so: the release build under the preload tests"
 # `cargo test` above ran them on the dev build (debug assertions on); this is the library
 # `cargo build --release -p liballoclab` ships.
 cargo build --release -p liballoclab
+# The start-up layout (preload/so/startup.order) must name this build's symbols.
+scripts/startup-order.sh --check
 preload_target="${CARGO_TARGET_DIR:-target}"
 case "$preload_target" in /*) ;; *) preload_target="$PWD/$preload_target" ;; esac
 ALLOCLAB_SO="$preload_target/release/liballoclab.so" cargo test -p alloclab-preload --tests

@@ -4,7 +4,7 @@
 //! workloads, the criterion benchmarks and the papers all drive allocators through it.
 
 use alloclab_core::size_class::NBINS;
-use alloclab_core::{BinStats, Config, Heap};
+use alloclab_core::{BinStats, Config, Heap, Options};
 
 /// An allocator under test: replayed, benchmarked and compared through these calls.
 ///
@@ -101,7 +101,13 @@ impl<C: Config> Subject for Heap<C> {
     }
 
     fn describe(&self) -> String {
-        Heap::describe(self)
+        let mut s = Heap::describe(self);
+        let changed = options_changed(&self.options());
+        if !changed.is_empty() {
+            s.push_str(" with ");
+            s.push_str(&changed.join(","));
+        }
+        s
     }
 
     #[inline(never)]
@@ -155,4 +161,28 @@ impl<C: Config> Subject for Heap<C> {
     fn check(&self) -> Result<(), String> {
         self.check_invariants().map_err(|v| v.to_string())
     }
+}
+
+/// The `--heap-conf` options that differ from the defaults, in `ALLOCLAB_CONF`'s `key:value`
+/// form, so that a report tells such a heap from its config's default. (The debug options of
+/// the hardening studies' variants are named by the variants themselves.)
+fn options_changed(o: &Options) -> Vec<String> {
+    let d = Options::DEFAULT;
+    let mut v = Vec::new();
+    if o.tcache_check != d.tcache_check {
+        v.push(format!(
+            "tcache_check:{}",
+            format!("{:?}", o.tcache_check).to_lowercase()
+        ));
+    }
+    if o.tcache_max_bytes != d.tcache_max_bytes {
+        v.push(format!("tcache_max:{}", o.tcache_max_bytes));
+    }
+    if o.narenas != d.narenas {
+        v.push(format!("narenas:{}", o.narenas));
+    }
+    if o.dirty_max_pages != d.dirty_max_pages {
+        v.push(format!("dirty_max:{}", o.dirty_max_pages));
+    }
+    v
 }

@@ -160,6 +160,62 @@ fn compare_writes_a_complete_grid_and_shards_merge_into_it() {
     }
 }
 
+/// A `--heap-conf` subject is measured in its own processes with its options: the children
+/// are told its definition, the reports describe it with the options, and results.json keeps
+/// the definition.
+#[test]
+fn a_heap_conf_subject_is_measured_with_its_options() {
+    let out = scratch("heap-conf");
+    ok(&[
+        "compare",
+        "--out",
+        out.to_str().unwrap(),
+        "--heap-conf",
+        "light=config:lifo-tcache,tcache_check:light,tcache_max:65536",
+        "--subjects",
+        "lifo-tcache,light",
+        "--baseline",
+        "lifo-tcache",
+        "--workloads",
+        "churn",
+        "--threads",
+        "1",
+        "--reps",
+        "2",
+        "--scale",
+        "0.02",
+        "--no-progress",
+    ]);
+    let results = Results::read(&out.join("results.json")).unwrap();
+    assert_eq!(
+        results.plan.heap_confs,
+        ["light=config:lifo-tcache,tcache_check:light,tcache_max:65536"]
+    );
+    let light: Vec<&Measurement> = results
+        .measurements
+        .iter()
+        .filter(|m| m.subject == "light")
+        .collect();
+    assert_eq!(light.len(), 3, "a warm-up round and two measured");
+    for m in &light {
+        assert!(
+            m.describe.starts_with("lifo-tcache")
+                && m.describe
+                    .ends_with(" with tcache_check:light,tcache_max:65536"),
+            "{}",
+            m.describe
+        );
+    }
+    let base = results
+        .measurements
+        .iter()
+        .find(|m| m.subject == "lifo-tcache");
+    assert!(!base.unwrap().describe.contains(" with "));
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("tcache_check:light"), "{report}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 #[test]
 fn bad_requests_get_clear_errors() {
     let out = scratch("bad");
@@ -192,6 +248,31 @@ fn bad_requests_get_clear_errors() {
         ),
         (vec!["report", o], "results.json"),
         (vec!["paper", "nonesuch"], "unknown study"),
+        (
+            vec![
+                "compare",
+                "--out",
+                o,
+                "--heap-conf",
+                "x=config:lifo,poison:all",
+            ],
+            "not an option of an in-process heap",
+        ),
+        (
+            vec!["compare", "--out", o, "--heap-conf", "x=config:mimalloc"],
+            "a peer takes no options",
+        ),
+        (
+            vec![
+                "compare",
+                "--out",
+                o,
+                "--heap-conf",
+                "x=config:lifo",
+                "--programs",
+            ],
+            "--preload-conf",
+        ),
     ] {
         let r = alloclab(&args);
         assert!(!r.status.success(), "{args:?} fails");

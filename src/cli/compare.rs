@@ -4,7 +4,7 @@
 use crate::measure::child::{self, ChildArgs};
 use crate::measure::runner::{self, RunOptions, Shard};
 use crate::measure::schema::{Plan, Results};
-use crate::measure::subjects::SubjectEntry;
+use crate::measure::subjects::{self, HeapConf, SubjectEntry};
 use crate::measure::workloads::{self, Workload};
 use crate::measure::{env, merge, peers, pilot, programs, report};
 use std::path::{Path, PathBuf};
@@ -103,6 +103,11 @@ pub struct CompareArgs {
     /// (repeatable), e.g. `--preload-conf light=config:lifo-tcache,tcache_check:light`.
     #[arg(long, value_name = "NAME=CONF")]
     pub preload_conf: Vec<programs::ConfSubject>,
+    /// One more in-process subject: an alloclab config with run-time options, named NAME
+    /// (repeatable), e.g. `--heap-conf light=config:lifo-tcache,tcache_check:light`; keys
+    /// config, tcache_check, tcache_max, narenas, dirty_max, as in ALLOCLAB_CONF.
+    #[arg(long, value_name = "NAME=CONF", value_parser = parse_heap_conf)]
+    pub heap_conf: Vec<String>,
     /// Kill a measurement after this many seconds (recorded as a failure).
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
@@ -197,6 +202,7 @@ pub fn options(
             quick: args.quick,
             instructions: args.instructions,
             shards: Vec::new(),
+            heap_confs: args.heap_conf.clone(),
         },
         shard: args.shard,
         iterations: if args.pilot {
@@ -237,6 +243,12 @@ pub fn write_outputs(results: &Results, dir: &Path, latex: bool) -> Result<(), S
     Ok(())
 }
 
+/// `--heap-conf`'s value, checked when the command line is read; kept as text, which is what
+/// the measuring children are passed.
+fn parse_heap_conf(s: &str) -> Result<String, String> {
+    s.parse::<HeapConf>().map(|_| s.to_string())
+}
+
 /// The `compare` command.
 pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
     if !args.preload_conf.is_empty() && !args.programs {
@@ -245,6 +257,18 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
             "--preload-conf names a liballoclab.so setting to preload: it needs --programs",
         );
     }
+    if !args.heap_conf.is_empty() && args.programs {
+        return fail(
+            "compare",
+            "--heap-conf makes an in-process subject, which --programs does not measure; \
+             preload the same setting with --preload-conf",
+        );
+    }
+    let entries = match subjects::with_heap_confs(entries, &args.heap_conf) {
+        Ok(e) => e,
+        Err(e) => return fail("compare", e),
+    };
+    let entries = &entries[..];
     if args.programs {
         return match programs::run_programs(entries, &args.preload_conf, args_to_programs(args)) {
             Ok(results) => match write_outputs(&results, &args.out, args.latex) {
@@ -340,7 +364,11 @@ pub fn merge(args: &MergeArgs) -> ExitCode {
 
 /// The hidden measuring child.
 pub fn child(entries: &[SubjectEntry], args: &ChildArgs) -> ExitCode {
-    match child::run_child(entries, &all_workloads(), args) {
+    let entries = match subjects::with_heap_confs(entries, &args.heap_conf) {
+        Ok(e) => e,
+        Err(e) => return fail(child::CHILD_COMMAND, e),
+    };
+    match child::run_child(&entries, &all_workloads(), args) {
         Ok(report) => match serde_json::to_string(&report) {
             Ok(line) => {
                 println!("{line}");

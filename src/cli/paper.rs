@@ -80,6 +80,7 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
             quick: args.quick,
             instructions: false,
             shards: Vec::new(),
+            heap_confs: Vec::new(),
         },
         shard: None,
         iterations: 1,

@@ -190,7 +190,9 @@ pub const METRICS: &[MetricDef] = &[
     MetricDef {
         name: "ops_per_sec",
         unit: "1/s",
-        get: |m| Some(m.ops_per_sec),
+        // A measurement that counts no operations (a whole program's run) has no throughput,
+        // rather than a throughput of zero.
+        get: |m| (m.ops > 0).then_some(m.ops_per_sec),
     },
     MetricDef {
         name: "peak_rss",
@@ -542,11 +544,17 @@ mod tests {
     fn metric_lookup() {
         let m = Metrics {
             wall: 1.0,
+            ops: 5,
+            ops_per_sec: 5.0,
             peak_rss: Some(10),
             ..Metrics::default()
         };
         let names: Vec<&str> = metric_values(&m).iter().map(|(n, _)| *n).collect();
         assert_eq!(names, ["wall", "user", "sys", "ops_per_sec", "peak_rss"]);
+        // A run that counts no operations (a program's) has no throughput at all.
+        let program = Metrics { ops: 0, ..m };
+        let names: Vec<&str> = metric_values(&program).iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["wall", "user", "sys", "peak_rss"]);
         assert_eq!(metric("heap.purges").unwrap().unit, "count");
         assert!(metric("nonsense").is_none());
         assert_eq!(

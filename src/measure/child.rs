@@ -50,6 +50,9 @@ pub struct ChildArgs {
     /// measurement).
     #[arg(long, default_value_t = 1)]
     pub iterations: usize,
+    /// The `--heap-conf` subjects' definitions (repeatable): the subject may be one of them.
+    #[arg(long)]
+    pub heap_conf: Vec<String>,
 }
 
 /// What a child prints: one JSON line.
@@ -190,6 +193,9 @@ impl Spawn {
             "--iterations".into(),
             self.args.iterations.to_string(),
         ];
+        for conf in &self.args.heap_conf {
+            argv.extend(["--heap-conf".to_string(), conf.clone()]);
+        }
         let mut cmd = match &self.callgrind_dir {
             Some(dir) => {
                 let mut c = Command::new("valgrind");

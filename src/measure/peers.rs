@@ -24,7 +24,8 @@ fn peer(name: &str, make: fn() -> Box<dyn Subject>) -> SubjectEntry {
     SubjectEntry {
         name: name.to_string(),
         kind: SubjectKind::Peer,
-        make,
+        make: std::sync::Arc::new(make),
+        with_options: None,
     }
 }
 

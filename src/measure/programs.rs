@@ -470,6 +470,7 @@ pub fn run_with(
             quick: opts.quick,
             instructions: false,
             shards: vec![],
+            heap_confs: Vec::new(),
         },
         measurements,
         failures,

@@ -278,6 +278,7 @@ pub fn run(
                 scale: opts.plan.scale,
                 seed: opts.plan.seed,
                 iterations: opts.iterations,
+                heap_conf: opts.plan.heap_confs.clone(),
             },
             env_pad: slot.env_pad,
             callgrind_dir: callgrind_dir.clone(),

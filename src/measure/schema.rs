@@ -81,6 +81,9 @@ pub struct Plan {
     /// The shards run (`i/n`, one per merged file); empty when unsharded.
     #[serde(default)]
     pub shards: Vec<String>,
+    /// The `--heap-conf` subjects' definitions (`NAME=config:BASE,key:value,...`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub heap_confs: Vec<String>,
 }
 
 /// One process invocation measuring one subject on one workload.

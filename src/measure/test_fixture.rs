@@ -111,6 +111,7 @@ pub(crate) fn results(reps: usize) -> Results {
             quick: false,
             instructions: false,
             shards: vec![],
+            heap_confs: Vec::new(),
         },
         measurements,
         failures: vec![Failure {

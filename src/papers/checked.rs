@@ -43,6 +43,7 @@ pub fn entry(
     crate::measure::subjects::SubjectEntry {
         name: name.to_string(),
         kind: crate::measure::subjects::SubjectKind::Alloclab,
-        make,
+        make: std::sync::Arc::new(make),
+        with_options: None,
     }
 }
