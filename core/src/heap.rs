@@ -36,8 +36,27 @@ use core::ptr;
 mod tcache;
 use tcache::CachePool;
 
-/// The state a heap maps on first use.
+/// The state a heap maps on first use: its fields, then the arena slots (8 KiB, two pages of
+/// the three). `repr(C)` keeps the slots last, and `init` leaves them as the fresh mapping's
+/// zero bytes (null pointers) instead of writing them, so that start-up touches one page of
+/// the mapping rather than three (issue 11: each page a process touches is a page fault).
+#[repr(C)]
 struct Shared<C: Config> {
+    fields: SharedFields<C>,
+    arenas: [AtomicPtr<Arena<C>>; MAX_ARENAS],
+}
+
+impl<C: Config> core::ops::Deref for Shared<C> {
+    type Target = SharedFields<C>;
+
+    #[inline(always)]
+    fn deref(&self) -> &SharedFields<C> {
+        &self.fields
+    }
+}
+
+/// Everything in `Shared` but the arena slots.
+struct SharedFields<C: Config> {
     map: PageMap,
     base: Base,
     huge: Huge,
@@ -45,7 +64,6 @@ struct Shared<C: Config> {
     caches: CachePool,
     choice: <C::Arenas as ArenaChoice>::State,
     arena_lock: RawLock,
-    arenas: [AtomicPtr<Arena<C>>; MAX_ARENAS],
     dirty_max: usize,
     safety: Safety,
     /// Whether `allocate` takes `allocate_checked`.
@@ -199,9 +217,16 @@ impl<C: Config> Heap<C> {
             } else {
                 self.options.dirty_max_pages
             };
-            // SAFETY: `mem` is a fresh mapping large enough for `Shared<C>`.
+            let shared = mem.as_ptr();
+            // SAFETY: `mem` is a fresh mapping large enough for `Shared<C>`; the slots stay
+            // its zero bytes, which are null pointers: `AtomicPtr<T>` has the in-memory
+            // representation of `*mut T` (loom's and shuttle's atomics do not, so model builds
+            // write them).
             unsafe {
-                mem.as_ptr().write(Shared {
+                #[cfg(any(loom, shuttle))]
+                ptr::addr_of_mut!((*shared).arenas)
+                    .write(core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())));
+                ptr::addr_of_mut!((*shared).fields).write(SharedFields {
                     map,
                     base: Base::new(),
                     huge: Huge::new(),
@@ -209,7 +234,6 @@ impl<C: Config> Heap<C> {
                     caches: CachePool::new::<C::Front>(&self.options, heap_id),
                     choice: C::Arenas::init(&self.options),
                     arena_lock: RawLock::new(),
-                    arenas: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
                     dirty_max,
                     safety,
                     alloc_hooks: safety.needs().intersects(ALLOC_HOOKS),
