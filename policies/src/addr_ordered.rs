@@ -225,3 +225,86 @@ unsafe impl RunReuse for AddrOrdered {
         candidate < current
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The treap's own check (`AddrOrdered::check`) against a seeded treap bug. The bug needs
+    //! the treap's private rotation, so the test lives here rather than in `tests/`: no public
+    //! call can break the heap order while keeping the tree ordered and linked (mutation testing
+    //! found the heap-order test of `check` could be dropped without any test noticing).
+
+    use super::*;
+    use crate::configs::Using;
+    use crate::Single;
+    use alloclab_core::size_class::{bin, small_index};
+    use alloclab_core::{Heap, ViolationKind};
+
+    /// `AddrOrdered`, except that a free into a run it already holds rotates that run one level
+    /// up (a move toward the root, as a splay tree would do). The tree stays ordered by address,
+    /// its links consistent and its count right; only the run is now above a parent of higher
+    /// priority.
+    struct RotatesOnFree;
+
+    // SAFETY: every call but `freed` is `AddrOrdered`'s, which keeps the contract; `freed`
+    // rotates a run that is in the treap and keeps the same runs in it.
+    unsafe impl RunReuse for RotatesOnFree {
+        type Links = TreeLinks;
+        type Bin = Treap;
+        const NAME: &'static str = "seeded-rotates-on-free";
+        fn insert(bin: &mut Treap, run: Run) {
+            AddrOrdered::insert(bin, run);
+        }
+        fn freed(bin: &mut Treap, run: Run) {
+            bin.rotate_up(run); // the bug: heap order no longer restored
+        }
+        fn pick(bin: &mut Treap) -> Option<Run> {
+            AddrOrdered::pick(bin)
+        }
+        fn remove(bin: &mut Treap, run: Run, why: Removal) {
+            AddrOrdered::remove(bin, run, why);
+        }
+        fn for_each(bin: &Treap, f: &mut dyn FnMut(Run)) {
+            AddrOrdered::for_each(bin, f);
+        }
+        fn check(bin: &Treap) -> Result<(), &'static str> {
+            AddrOrdered::check(bin)
+        }
+    }
+
+    /// Four full runs of one bin, one free into each (four runs in the treap, three of them
+    /// below its root), then a second free into each in turn: the first one into a run that is
+    /// not the root rotates it above its parent, and the check must say the heap order broke
+    /// (not pass, and not report anything else: order, links and count are still right).
+    /// Which run is the root depends on the addresses; the outcome does not.
+    #[test]
+    fn the_treaps_check_sees_a_run_rotated_above_a_parent_of_higher_priority() {
+        const SIZE: usize = 64;
+        let heap = Heap::<Using<RotatesOnFree, Single>>::new();
+        let cap = bin(small_index(SIZE)).capacity as usize;
+        assert!(cap > 2, "a second free must leave the run non-empty");
+        let runs: Vec<Vec<*mut u8>> = (0..4)
+            .map(|_| (0..cap).map(|_| heap.malloc(SIZE)).collect())
+            .collect();
+        for r in &runs {
+            // SAFETY: a live allocation of `heap`, freed once.
+            unsafe { heap.free(r[0]) };
+        }
+        heap.check_invariants().unwrap();
+        for (i, r) in runs.iter().enumerate() {
+            // SAFETY: a live allocation of `heap`, freed once.
+            unsafe { heap.free(r[1]) };
+            match heap.check_invariants() {
+                // The root: nothing above it to rotate.
+                Ok(()) => assert_eq!(i, 0, "a run below the root rotated unnoticed"),
+                Err(v) => {
+                    assert!(
+                        matches!(v.kind, ViolationKind::Policy("treap heap order broken")),
+                        "{v}"
+                    );
+                    return;
+                }
+            }
+        }
+        panic!("a run rotated above its parent went unnoticed");
+    }
+}
