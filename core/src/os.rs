@@ -14,13 +14,19 @@ pub fn map(size: usize) -> Option<NonNull<u8>> {
     map_at(core::ptr::null_mut(), size)
 }
 
-/// The lowest address this module has mapped, a hint for the next aligned mapping: the kernel
-/// hands out ranges top-down (small ones may fill holes higher up), so the aligned range just
-/// below the lowest mapping is usually free, and asking for it first makes an aligned mapping
-/// one system call instead of three. Only a hint: a stale or raced value costs the shortcut,
-/// nothing else.
+/// The lowest address this module has mapped, a hint for the process's first aligned mapping:
+/// the kernel hands out ranges top-down (small ones may fill holes higher up), so the aligned
+/// range just below the lowest mapping is usually free. Only a hint: a stale or raced value
+/// costs the shortcut, nothing else.
 static LOWEST: crate::sync::untracked::AtomicUsize =
     crate::sync::untracked::AtomicUsize::new(usize::MAX);
+
+/// Whether an aligned mapping was asked for before. Only the first one takes the hint: the
+/// ones after it land right below the previous chunk anyway (aligned at the first try), and a
+/// hint that always points below everything would walk the heap down the address space as
+/// chunks and huge allocations come and go, instead of letting the kernel reuse the holes.
+static ALIGNED_BEFORE: crate::sync::untracked::AtomicBool =
+    crate::sync::untracked::AtomicBool::new(false);
 
 fn map_at(hint: *mut u8, size: usize) -> Option<NonNull<u8>> {
     // SAFETY: an anonymous private mapping with no fixed address cannot clobber existing
@@ -50,12 +56,13 @@ const MIN_HINT: usize = 1 << 32;
 /// Maps `size` bytes aligned to `align` (a power of two, at least a page).
 pub fn map_aligned(size: usize, align: usize) -> Option<NonNull<u8>> {
     debug_assert!(align.is_power_of_two() && align >= PAGE && size % PAGE == 0);
-    // Ask for the aligned range below the lowest mapping first (the first chunk of every
-    // process, and each chunk after it, usually gets it), then for exactly the size, and only
-    // over-map when neither answer is aligned.
+    // The first time, ask for the aligned range below the lowest mapping (the first chunk of
+    // every process comes here after the heap's unaligned metadata: one system call instead
+    // of three); then for exactly the size, and only over-map when neither answer is aligned.
+    let first = !ALIGNED_BEFORE.swap(true, core::sync::atomic::Ordering::Relaxed);
     let lowest = LOWEST.load(core::sync::atomic::Ordering::Relaxed);
     if let Some(hint) = lowest.checked_sub(size).map(|a| a & !(align - 1)) {
-        if hint >= MIN_HINT && lowest != usize::MAX {
+        if first && hint >= MIN_HINT && lowest != usize::MAX {
             if let Some(q) = map_at(hint as *mut u8, size) {
                 if (q.as_ptr() as usize) & (align - 1) == 0 {
                     return Some(q);
@@ -322,10 +329,10 @@ fn futex_wake_n(word: &core::sync::atomic::AtomicU32, n: i32) {
 mod tests {
     use super::*;
 
-    /// Aligned mappings one after the other (the hint path: each asks for the range below the
-    /// lowest mapping first), interleaved with small unaligned ones that move the hint, and
-    /// with the hinted range taken by someone else: every answer is aligned, zeroed, writable
-    /// and distinct from the others.
+    /// Aligned mappings one after the other (the first of the process, if no test before this
+    /// one made it, takes the hint), interleaved with small unaligned ones, and with the range
+    /// below the lowest mapping taken by someone else: every answer is aligned, zeroed,
+    /// writable and distinct from the others.
     #[test]
     fn aligned_mappings_are_aligned_zeroed_and_disjoint() {
         const MIB: usize = 1 << 20;

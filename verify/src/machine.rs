@@ -156,6 +156,9 @@ pub fn search<C: Config, M: ReuseModel>(cases: u32, max_steps: usize, seed: Opti
         cfg.rng_seed = proptest::test_runner::RngSeed::Fixed(s);
     }
     let coverage = core::cell::RefCell::new(Coverage::default());
+    // The finding of the latest failing case: proptest keeps a shrunk sequence only when it
+    // fails, so at the end this is the finding of the sequence it reports.
+    let last_finding = core::cell::RefCell::new(None);
     let mut runner = TestRunner::new(cfg);
     // Cases of at least half the longest length: with the default 400 operations, every case
     // gets through the first growing phase (`ops::GROW`), most into the shrinking one.
@@ -172,19 +175,23 @@ pub fn search<C: Config, M: ReuseModel>(cases: u32, max_steps: usize, seed: Opti
                 },
                 &mut coverage.borrow_mut(),
             )
-            .map_err(|f| TestCaseError::fail(f.to_string()))
+            .map_err(|f| {
+                let why = TestCaseError::fail(f.to_string());
+                *last_finding.borrow_mut() = Some(f);
+                why
+            })
     });
     let counterexample = match result {
         Ok(()) => None,
         Err(TestError::Fail(why, (_, ops, _))) => {
             // A finding can hang on where the OS put the chunks (a policy that orders them by
             // address), and tests running beside this one in the process move that: replay a
-            // few times before calling the failure lost.
+            // few times, and if no replay fails, keep the finding the shrunk sequence had when
+            // proptest ran it (minimizing then keeps the sequence as it is).
             let f = (0..16)
                 .find_map(|_| Harness::<C, M>::run(&ops).err())
-                .unwrap_or_else(|| {
-                    panic!("a shrunk failure did not fail again in 16 replays: {why}")
-                });
+                .or_else(|| last_finding.borrow_mut().take())
+                .unwrap_or_else(|| panic!("proptest reported a failure it never saw: {why}"));
             Some(minimize::<C, M>(ops, f))
         }
         Err(e) => panic!("proptest gave up: {e}"),
