@@ -213,6 +213,10 @@ fn zero_size_allocations_are_unique_and_inaccessible() {
     let b = h.malloc(0);
     assert!(!a.is_null() && a != b);
     assert_eq!(h.usable_size(a), Ok(0));
+    // A sized free of a malloc(0) pointer must name size 0, and only 0 (nothing else sized
+    // one: cargo-mutants' `size == 0` into `!=` in `size_fits` was missed, VERIFY.md).
+    assert_eq!(h.size_fits(a, 0, 16), Ok(true));
+    assert_eq!(h.size_fits(a, 1, 16), Ok(false));
     expect_signal(libc::SIGSEGV, || {
         // SAFETY: the misuse under test: a read through a malloc(0) pointer.
         let _ = unsafe { a.read_volatile() };
@@ -464,4 +468,36 @@ fn time_based_sampling_samples_after_each_interval() {
         // SAFETY: live.
         unsafe { h.free(p) };
     }
+}
+
+/// Every debug check compiled in, with a thread cache in front.
+struct CheckedCached;
+impl Config for CheckedCached {
+    type Reuse = Lifo;
+    type Arenas = Single;
+    type Front = alloclab::policies::ThreadCache;
+    const NAME: &'static str = "checked-cached";
+    const DEBUG: DebugCaps = DebugCaps::ALL;
+}
+
+/// Checks compiled in but not asked for cost nothing: allocation takes the ordinary path,
+/// thread cache included, so the first small allocation fills the cache from the arena (the
+/// debug path goes to the arena for each region and leaves the cache empty). cargo-mutants'
+/// `&&` into `||` in `allocate_slow`'s "checks compiled in and asked for" was missed: every
+/// other debug config here has no cache, where the two paths give the same answers.
+#[test]
+fn checks_compiled_in_but_off_keep_the_thread_cache() {
+    let h = Heap::<CheckedCached>::with_options(Options {
+        safety: Safety::OFF,
+        ..Options::DEFAULT
+    });
+    let p = h.malloc(64);
+    assert!(!p.is_null());
+    assert!(
+        h.stats().cached > 0,
+        "the first allocation should have filled the thread cache"
+    );
+    // SAFETY: live, freed once.
+    unsafe { h.free(p) };
+    h.check_invariants().unwrap();
 }

@@ -1431,16 +1431,19 @@ impl<C: Config> ArenaInner<C> {
         } else {
             None
         };
-        let slice = match mapped {
-            Some((m, _)) => m.as_ptr().cast::<usize>(),
-            None => on_stack.as_mut_ptr(),
+        // The slots the buffer holds, from its real size: a buffer sized too small (the
+        // mutation campaign's `count * 8` into `count + 8` above) then lists fewer runs than
+        // there are, which the count below reports, instead of overrunning it.
+        let (slice, room) = match mapped {
+            Some((m, bytes)) => (m.as_ptr().cast::<usize>(), bytes / 8),
+            None => (on_stack.as_mut_ptr(), on_stack.len()),
         };
         let mut n = 0;
         let mut bad: Result<(), Violation> = Ok(());
         C::Reuse::for_each(policy, &mut |r| {
-            if n < count {
-                // SAFETY: `n < count` slots fit in the buffer (the stack one holds
-                // `on_stack.len() >= count`, the mapped one `count`).
+            if n < count.min(room) {
+                // SAFETY: `n < room` slots fit in the buffer (`room` is the stack buffer's
+                // length, or the mapping's bytes over 8, the size of a `usize` here).
                 unsafe { slice.add(n).write(r.addr()) };
                 n += 1;
             }

@@ -1,10 +1,11 @@
-//! Bugs the suite found, each replayed as a fixed scenario.
+//! Bugs the suite found, each replayed as a fixed scenario, and scenarios mutation testing
+//! found no test running (VERIFY.md, "Mutation testing").
 #![cfg(not(loom))]
 
 use alloclab_core::size_class::{bin, small_index};
 use alloclab_core::Heap;
 use alloclab_policies::configs::Using;
-use alloclab_policies::{AddrOrdered, CurrentRun, Single};
+use alloclab_policies::{AddrOrdered, CurrentRun, Lifo, Single};
 
 /// Found by the `heap_ops` fuzz target (input kept in `fuzz/seeds/heap_ops`): with
 /// `CurrentRun<AddrOrdered>`, when the current run emptied and a run *above* another non-full
@@ -37,5 +38,61 @@ fn current_run_stays_the_lowest_after_the_current_run_empties() {
         b_span.contains(&next),
         "served from above the lowest non-full run"
     );
+    heap.check_invariants().unwrap();
+}
+
+/// The invariant checker collects the runs a bin's policy knows into scratch memory, one word
+/// per run: a stack buffer of 128, else a mapping of `count * 8` bytes rounded up to pages.
+/// No other test gives one bin more than 512 non-full runs, the point past which the mapping
+/// needs a second page, so a mapping sized `count + 8` (cargo-mutants' `*` into `+` in
+/// `check_policy`, missed by the suite) went unnoticed: one page, overrun by the walk, with
+/// whatever harm that did depending on the neighbouring mapping. The walk now stops at the
+/// buffer's real size, so a short buffer lists too few runs and the check reports a non-full
+/// run unknown on this healthy heap, every time. Here 600 runs of one class are each left
+/// with one free region (4,800 bytes of addresses); the regions still taken carry a pattern
+/// that is read back after the checks.
+#[test]
+fn the_checker_lists_more_non_full_runs_than_a_page_holds() {
+    const SIZE: usize = 1024;
+    const RUNS: usize = 600;
+    let idx = small_index(SIZE);
+    let cap = bin(idx).capacity as usize;
+    assert!(cap >= 2, "a run of this class must be able to be non-full");
+    let heap = Heap::<Using<Lifo, Single>>::new();
+    // `Single` has no thread cache and LIFO fills one run before it starts the next, so each
+    // `cap` consecutive allocations are one run; the statistics below confirm it.
+    let all: Vec<*mut u8> = (0..RUNS * cap).map(|_| heap.malloc(SIZE)).collect();
+    let mut kept = Vec::new();
+    for (i, &p) in all.iter().enumerate() {
+        assert!(!p.is_null());
+        if i % cap == 0 {
+            // SAFETY: a live allocation of `heap`, freed once.
+            unsafe { heap.free(p) };
+        } else {
+            let tag = i as u8;
+            // SAFETY: `p` is a live allocation of `SIZE` bytes.
+            unsafe { core::ptr::write_bytes(p, tag, SIZE) };
+            kept.push((p, tag));
+        }
+    }
+    let nonfull = heap.arena_stats(0).expect("arena 0 exists").1[idx].nonfull_runs;
+    assert_eq!(
+        nonfull, RUNS,
+        "each run should have exactly one free region"
+    );
+    heap.check_invariants().unwrap();
+    heap.check_invariants().unwrap();
+    for &(p, tag) in &kept {
+        // SAFETY: `p` is still a live allocation of `SIZE` bytes.
+        let bytes = unsafe { core::slice::from_raw_parts(p, SIZE) };
+        assert!(
+            bytes.iter().all(|&b| b == tag),
+            "region {p:?} was overwritten"
+        );
+    }
+    for (p, _) in kept {
+        // SAFETY: live, freed once.
+        unsafe { heap.free(p) };
+    }
     heap.check_invariants().unwrap();
 }
