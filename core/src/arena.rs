@@ -1431,9 +1431,9 @@ impl<C: Config> ArenaInner<C> {
         } else {
             None
         };
-        // The slots the buffer holds, from its real size: a buffer sized too small (the
-        // mutation campaign's `count * 8` into `count + 8` above) then lists fewer runs than
-        // there are, which the count below reports, instead of overrunning it.
+        // The slots the buffer holds, from its real size: a sizing mistake above then lists
+        // fewer runs than there are, which the count below reports, instead of overrunning
+        // the buffer (VERIFY.md: a mutant that shrank the mapping went unnoticed).
         let (slice, room) = match mapped {
             Some((m, bytes)) => (m.as_ptr().cast::<usize>(), bytes / 8),
             None => (on_stack.as_mut_ptr(), on_stack.len()),

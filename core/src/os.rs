@@ -14,28 +14,27 @@ pub fn map(size: usize) -> Option<NonNull<u8>> {
     map_at(core::ptr::null_mut(), size)
 }
 
-/// The lowest address this module has mapped, a hint for the process's first aligned mapping:
-/// the kernel hands out ranges top-down (small ones may fill holes higher up), so the aligned
-/// range just below the lowest mapping is usually free. Only a hint: a stale or raced value
-/// costs the shortcut, nothing else.
+/// The lowest address this module has mapped, the hint for the process's first aligned
+/// mapping, and 0 once that mapping took it: the kernel hands out ranges top-down (small ones
+/// may fill holes higher up), so the aligned range just below the lowest mapping is usually
+/// free. Only the first aligned mapping asks for it: the ones after it land right below the
+/// previous chunk anyway, and a hint that always pointed below everything would walk the heap
+/// down the address space as chunks and huge allocations come and go, instead of letting the
+/// kernel reuse the holes. Only a hint: a stale or raced value costs the shortcut, nothing
+/// else. (`fetch_min` keeps the 0 once it is there.)
 static LOWEST: crate::sync::untracked::AtomicUsize =
     crate::sync::untracked::AtomicUsize::new(usize::MAX);
 
-/// Whether an aligned mapping was asked for before. Only the first one takes the hint: the
-/// ones after it land right below the previous chunk anyway (aligned at the first try), and a
-/// hint that always points below everything would walk the heap down the address space as
-/// chunks and huge allocations come and go, instead of letting the kernel reuse the holes.
-static ALIGNED_BEFORE: crate::sync::untracked::AtomicBool =
-    crate::sync::untracked::AtomicBool::new(false);
-
-fn map_at(hint: *mut u8, size: usize) -> Option<NonNull<u8>> {
+/// An anonymous private mapping of `size` bytes with protection `prot`, near `hint` if the
+/// kernel can; every mapping of this module comes from here.
+fn mmap_anon(hint: *mut u8, size: usize, prot: libc::c_int) -> Option<NonNull<u8>> {
     // SAFETY: an anonymous private mapping with no fixed address cannot clobber existing
     // mappings; a hint is only a hint.
     let p = unsafe {
         libc::mmap(
             hint.cast(),
             size,
-            libc::PROT_READ | libc::PROT_WRITE,
+            prot,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
             0,
@@ -49,6 +48,22 @@ fn map_at(hint: *mut u8, size: usize) -> Option<NonNull<u8>> {
     }
 }
 
+fn map_at(hint: *mut u8, size: usize) -> Option<NonNull<u8>> {
+    mmap_anon(hint, size, libc::PROT_READ | libc::PROT_WRITE)
+}
+
+/// Maps `size` bytes at `hint` if the kernel gives an `align`-aligned answer there; otherwise
+/// unmaps what it gave and returns `None`.
+fn map_aligned_at(hint: usize, size: usize, align: usize) -> Option<NonNull<u8>> {
+    let q = map_at(hint as *mut u8, size)?;
+    if (q.as_ptr() as usize) & (align - 1) == 0 {
+        return Some(q);
+    }
+    // SAFETY: `q` is the mapping of `size` bytes made just above.
+    unsafe { unmap(q.as_ptr(), size) };
+    None
+}
+
 /// Hints below this are not worth asking for (the kernel keeps the lowest addresses for the
 /// program and refuses mappings under `vm.mmap_min_addr`).
 const MIN_HINT: usize = 1 << 32;
@@ -59,18 +74,13 @@ pub fn map_aligned(size: usize, align: usize) -> Option<NonNull<u8>> {
     // The first time, ask for the aligned range below the lowest mapping (the first chunk of
     // every process comes here after the heap's unaligned metadata: one system call instead
     // of three); then for exactly the size, and only over-map when neither answer is aligned.
-    let first = !ALIGNED_BEFORE.swap(true, core::sync::atomic::Ordering::Relaxed);
-    let lowest = LOWEST.load(core::sync::atomic::Ordering::Relaxed);
-    if let Some(hint) = lowest.checked_sub(size).map(|a| a & !(align - 1)) {
-        if first && hint >= MIN_HINT && lowest != usize::MAX {
-            if let Some(q) = map_at(hint as *mut u8, size) {
-                if (q.as_ptr() as usize) & (align - 1) == 0 {
-                    return Some(q);
-                }
-                // SAFETY: `q` is the mapping of `size` bytes made just above.
-                unsafe { unmap(q.as_ptr(), size) };
-            }
-        }
+    let lowest = LOWEST.swap(0, core::sync::atomic::Ordering::Relaxed);
+    let hint = lowest.checked_sub(size).map(|a| a & !(align - 1));
+    if let Some(q) = hint
+        .filter(|&h| lowest != usize::MAX && h >= MIN_HINT)
+        .and_then(|h| map_aligned_at(h, size, align))
+    {
+        return Some(q);
     }
     let p = map(size)?;
     if (p.as_ptr() as usize) & (align - 1) == 0 {
@@ -80,14 +90,9 @@ pub fn map_aligned(size: usize, align: usize) -> Option<NonNull<u8>> {
     unsafe { unmap(p.as_ptr(), size) };
     // The kernel chose the highest free range that fits, so the space just below `p` is
     // usually free too: ask for the aligned address below it (three system calls in all
-    // rather than the over-mapping's five: the first chunk of every process comes here).
-    let below = (p.as_ptr() as usize) & !(align - 1);
-    if let Some(q) = map_at(below as *mut u8, size) {
-        if q.as_ptr() as usize == below {
-            return Some(q);
-        }
-        // SAFETY: `q` is the mapping of `size` bytes made just above.
-        unsafe { unmap(q.as_ptr(), size) };
+    // rather than the over-mapping's five).
+    if let Some(q) = map_aligned_at((p.as_ptr() as usize) & !(align - 1), size, align) {
+        return Some(q);
     }
     let over = size.checked_add(align - PAGE)?;
     let raw = map(over)?.as_ptr() as usize;
@@ -154,23 +159,7 @@ pub unsafe fn protect(ptr: *mut u8, size: usize, accessible: bool) {
 
 /// Reserves `size` bytes of inaccessible address space (no memory behind it).
 pub fn reserve(size: usize) -> Option<NonNull<u8>> {
-    // SAFETY: an anonymous private mapping with no fixed address clobbers nothing.
-    let p = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            size,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        None
-    } else {
-        LOWEST.fetch_min(p as usize, core::sync::atomic::Ordering::Relaxed);
-        NonNull::new(p.cast())
-    }
+    mmap_anon(core::ptr::null_mut(), size, libc::PROT_NONE)
 }
 
 /// Grows or shrinks a mapping in place (never moves it). Returns false if the kernel could not.
@@ -331,7 +320,7 @@ mod tests {
 
     /// Aligned mappings one after the other (the first of the process, if no test before this
     /// one made it, takes the hint), interleaved with small unaligned ones, and with the range
-    /// below the lowest mapping taken by someone else: every answer is aligned, zeroed,
+    /// below the lowest of them taken by someone else: every answer is aligned, zeroed,
     /// writable and distinct from the others.
     #[test]
     fn aligned_mappings_are_aligned_zeroed_and_disjoint() {
@@ -349,8 +338,9 @@ mod tests {
         .enumerate()
         {
             if i % 3 == 2 {
-                // Occupy the range the next hint would name, so that the fallback runs too.
-                let lowest = LOWEST.load(core::sync::atomic::Ordering::Relaxed);
+                // Occupy the aligned range below the lowest mapping made here, so that the
+                // fallbacks run too.
+                let lowest = got.iter().map(|&(a, _)| a).min().expect("mapped before");
                 let hint = (lowest - size) & !(align - 1);
                 if let Some(q) = map_at(hint as *mut u8, size) {
                     got.push((q.as_ptr() as usize, size));

@@ -30,10 +30,10 @@ pub use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Atomic
 /// VERIFY.md.
 /// Run bitmaps' words (read by the thread cache's free path without the arena lock) and the
 /// thread caches' per-class counts (read by `stats` from other threads) are untracked too: they
-/// live in mmap'd memory in numbers loom cannot follow (VERIFY.md). So are the platform
-/// layer's mapping hints (`os.rs`), which only steer where the kernel puts memory.
+/// live in mmap'd memory in numbers loom cannot follow (VERIFY.md). So is the platform
+/// layer's mapping hint (`os.rs`), which only steers where the kernel puts memory.
 pub mod untracked {
-    pub use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
+    pub use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize};
 }
 
 /// A cell whose accesses go through closures, so that loom can see each one.
