@@ -2,34 +2,37 @@
 # Start-up of a tiny program (`malloc(64); return 0`) under each allocator: the issue-11 target
 # "within 1.10x of glibc's start-up", measured the way README.md's "Speed" section says.
 #
-#   scripts/startup.sh [ROUNDS] [RUNS]        (defaults 21 and 100)
+#   scripts/startup.sh [ROUNDS] [OUT]        (defaults 41 and startup-out)
 #
-# Each round runs the program RUNS times in a row per allocator, the allocators in a shuffled
-# order (so that drifts of the machine spread over all of them), and records the time of the
-# RUNS runs. The table gives, per allocator, the median over the rounds, the ratio of medians
-# against glibc (`system`) with a 95% percentile bootstrap interval (2000 resamples of the
-# rounds, each allocator resampled on its own, seed 1), and the minor page faults of one run.
-# Needs a release build of liballoclab.so (`cargo build --release -p liballoclab`), a C
-# compiler, python3, and Debian's libjemalloc2 and libmimalloc2.0 (rows for missing ones are
-# left out). Run it on a quiet machine: it measures the whole machine.
+# The times come from `alloclab compare --programs --workloads startup`: each measurement is
+# 100 processes of the program in a row (their mean is recorded), the allocators in a shuffled
+# order in every round, and OUT/report.md gives the medians, the ratios to glibc (`system`)
+# with bootstrap intervals and the Mann-Whitney verdicts (docs/MEASURING.md). This script then
+# prints the wall-time rows and the minor page faults of one run of the program per allocator
+# (a `posix_spawn`ed child's `wait4` count: a fork would count the parent's copy-on-write
+# faults too). Needs release builds of the command and of liballoclab.so (`cargo build
+# --release -p alloclab -p liballoclab`), a C compiler, and Debian's libjemalloc2 and
+# libmimalloc2.0 (subjects that are missing are left out). Run it on a quiet machine: it
+# measures the whole machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-21}
-runs=${2:-100}
-so="$PWD/${CARGO_TARGET_DIR:-target}/release/liballoclab.so"
-[ -f "$so" ] || { echo "no $so: run cargo build --release -p liballoclab first" >&2; exit 1; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-printf '#include <stdlib.h>\nint main(void) { void *volatile p = malloc(64); (void)p; return 0; }\n' \
-    > "$work/tiny.c"
-cc -O2 -fno-builtin -o "$work/tiny" "$work/tiny.c"
+rounds=${1:-41}
+out=${2:-startup-out}
+target=${CARGO_TARGET_DIR:-target}/release
+for f in alloclab liballoclab.so; do
+    [ -f "$target/$f" ] || { echo "no $target/$f: run cargo build --release -p alloclab -p liballoclab first" >&2; exit 1; }
+done
+so="$PWD/$target/liballoclab.so"
+multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 
+subjects=system,lifo,lifo-tcache
 declare -A lib=([system]= [lifo]="$so" [lifo-tcache]="$so")
 declare -A conf=([system]= [lifo]=config:lifo [lifo-tcache]=config:lifo-tcache)
 names=(system lifo lifo-tcache)
 for peer in jemalloc:libjemalloc.so.2 mimalloc:libmimalloc.so.2; do
-    path="/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/${peer#*:}"
+    path="/usr/lib/$multiarch/${peer#*:}"
     if [ -f "$path" ]; then
+        subjects+=",${peer%%:*}"
         lib[${peer%%:*}]=$path
         conf[${peer%%:*}]=
         names+=("${peer%%:*}")
@@ -38,8 +41,15 @@ for peer in jemalloc:libjemalloc.so.2 mimalloc:libmimalloc.so.2; do
     fi
 done
 
-# Minor page faults of one run of the program alone: wait4's rusage of a posix_spawn'ed child
-# (a fork would count the parent's copy-on-write faults too).
+"$target/alloclab" compare --programs --workloads startup --subjects "$subjects" \
+    --reps "$rounds" --no-progress --out "$out" 2>&1 | grep -v '^wrote ' || true
+[ -f "$out/report.md" ] || { echo "alloclab compare wrote no report" >&2; exit 1; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+printf '#include <stdlib.h>\nint main(void) { void *volatile p = malloc(64); (void)p; return 0; }\n' \
+    > "$work/tiny.c"
+cc -O2 -fno-builtin -o "$work/tiny" "$work/tiny.c"
 cat > "$work/faults.c" <<'EOF_C'
 #include <spawn.h>
 #include <stdio.h>
@@ -58,45 +68,14 @@ int main(int argc, char **argv) {
 }
 EOF_C
 cc -O2 -o "$work/faults" "$work/faults.c"
-faults() {
-    LD_PRELOAD=$1 ALLOCLAB_CONF=$2 "$work/faults" "$work/tiny"
-}
 
+echo "wall time per run ($rounds rounds of 100 runs; $out/report.md has every metric):"
+echo "| metric | subject | n | median [95% CI] | vs system [95% CI] | p (Holm) | verdict |"
+echo "|---|---|---|---|---|---|---|"
+grep -E '^\| wall \|' "$out/report.md"
+echo
+echo "| allocator | minor page faults of one run |"
+echo "|---|---|"
 for a in "${names[@]}"; do
-    echo "faults $a $(faults "${lib[$a]}" "${conf[$a]}")"
-done > "$work/faults.txt"
-for _ in $(seq "$rounds"); do
-    for a in $(printf '%s\n' "${names[@]}" | shuf); do
-        s=$(date +%s%N)
-        for _ in $(seq "$runs"); do
-            LD_PRELOAD=${lib[$a]} ALLOCLAB_CONF=${conf[$a]} "$work/tiny"
-        done
-        echo "time $a $(( ($(date +%s%N) - s) / 1000 ))"
-    done
-done > "$work/times.txt"
-
-python3 - "$work/times.txt" "$work/faults.txt" "$runs" <<'EOF'
-import random, statistics, sys
-times, faults = {}, {}
-for line in open(sys.argv[1]):
-    _, name, us = line.split()
-    times.setdefault(name, []).append(int(us))
-for line in open(sys.argv[2]):
-    _, name, n = line.split()
-    faults[name] = n
-runs = int(sys.argv[3])
-base = times["system"]
-rng = random.Random(1)
-def resample(xs):
-    return [rng.choice(xs) for _ in xs]
-print(f"{len(base)} rounds of {runs} runs; time per run in microseconds")
-print(f"| allocator | median per run | ratio to system | 95% interval | minor faults |")
-print(f"|---|---|---|---|---|")
-for name, xs in times.items():
-    med = statistics.median(xs)
-    ratios = sorted(statistics.median(resample(xs)) / statistics.median(resample(base))
-                    for _ in range(2000))
-    lo, hi = ratios[49], ratios[1949]
-    print(f"| {name} | {med / runs:.1f} | {med / statistics.median(base):.3f} "
-          f"| [{lo:.3f}, {hi:.3f}] | {faults[name]} |")
-EOF
+    echo "| $a | $(LD_PRELOAD=${lib[$a]} ALLOCLAB_CONF=${conf[$a]} "$work/faults" "$work/tiny") |"
+done

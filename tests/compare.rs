@@ -314,3 +314,51 @@ fn pilot_mode_advises_per_cell() {
     }
     let _ = std::fs::remove_dir_all(out);
 }
+
+#[test]
+fn programs_measure_the_startup_program_alone_when_asked() {
+    let out = scratch("startup");
+    let o = out.to_str().unwrap();
+    ok(&[
+        "compare",
+        "--programs",
+        "--workloads",
+        "startup",
+        "--subjects",
+        "system",
+        "--reps",
+        "2",
+        "--seed",
+        "3",
+        "--out",
+        o,
+        "--no-progress",
+    ]);
+    let json = std::fs::read_to_string(out.join("results.json")).expect("results.json written");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["plan"]["workloads"],
+        serde_json::json!(["program:startup"])
+    );
+    let ms = v["measurements"].as_array().unwrap();
+    // One warm-up round and two measured ones, each the mean of 100 processes.
+    assert_eq!(ms.len(), 3, "{json}");
+    for m in ms {
+        assert_eq!(m["workload"], "program:startup");
+        let wall = m["metrics"]["wall"].as_f64().unwrap();
+        assert!(wall > 0.0 && wall < 1.0, "a mean per process: {wall}");
+        assert!(m["metrics"]["peak_rss"].is_null(), "{m}");
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Workload `program:startup`"), "{md}");
+    let _ = std::fs::remove_dir_all(&out);
+
+    let r = alloclab(&["compare", "--programs", "--workloads", "ruby", "--out", o]);
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("`ruby` is not a program here") && err.contains("startup"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -95,8 +95,10 @@ pub struct CompareArgs {
     /// Run a deterministic slice i/n of the schedule (combine the parts with `alloclab merge`).
     #[arg(long)]
     pub shard: Option<Shard>,
-    /// Measure installed programs (python3, lua5.4, sqlite3, perl) under LD_PRELOAD of Debian's
-    /// allocators and liballoclab.so instead of the built-in workloads.
+    /// Measure installed programs (python3, lua5.4, sqlite3, perl) and a start-up program
+    /// (`malloc(64)`, 100 processes per measurement; needs `cc`) under LD_PRELOAD of Debian's
+    /// allocators and liballoclab.so instead of the built-in workloads; --workloads picks
+    /// among them (`startup`, `python3`, ...).
     #[arg(long)]
     pub programs: bool,
     /// With --programs: one more subject, liballoclab.so under ALLOCLAB_CONF=CONF, named NAME
@@ -318,6 +320,7 @@ fn args_to_programs(args: &CompareArgs) -> programs::ProgramOptions {
         baseline: args.baseline.clone(),
         quick: args.quick,
         progress: !args.no_progress,
+        workloads: args.workloads.clone(),
     }
 }
 

@@ -188,6 +188,7 @@ fn program_study(
         baseline: study.baseline.to_string(),
         quick: args.quick,
         progress: !args.no_progress,
+        workloads: None,
     };
     let ran = make(&scratch)
         .and_then(|(programs, preloads)| programs::run_with(&programs, preloads, opts));

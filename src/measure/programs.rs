@@ -1,8 +1,9 @@
-//! `compare --programs`: unmodified installed programs (python3, lua5.4, sqlite3, perl) under
-//! `LD_PRELOAD` of Debian's jemalloc, mimalloc and tcmalloc and of liballoclab.so under each
-//! named config, against glibc's malloc (no preload). Wall time is the parent's clock around
-//! the process; user and system time and peak resident size come from `wait4`. Each run's
-//! output must equal the glibc run's, else the measurement is a failure.
+//! `compare --programs`: unmodified installed programs (python3, lua5.4, sqlite3, perl) and a
+//! start-up program (`malloc(64); return 0`, compiled here) under `LD_PRELOAD` of Debian's
+//! jemalloc, mimalloc and tcmalloc and of liballoclab.so under each named config, against
+//! glibc's malloc (no preload). Wall time is the parent's clock around the process; user and
+//! system time and peak resident size come from `wait4`. Each run's output must equal the
+//! glibc run's, else the measurement is a failure.
 
 use super::child::{describe_status, exited_zero, max_rss_bytes, tail, timeval, wait_reading};
 use super::runner::{schedule, Shard};
@@ -30,6 +31,8 @@ pub struct ProgramOptions {
     pub quick: bool,
     /// Show a progress bar.
     pub progress: bool,
+    /// Programs to keep, by name (`python3` or `program:python3`; default: every one found).
+    pub workloads: Option<Vec<String>>,
 }
 
 /// One allocator for a program: a library to preload (none for glibc) and its environment.
@@ -60,6 +63,10 @@ pub struct Program {
     /// new program's maximum at the resident size of the process that exec'd it, here the
     /// measuring binary (several MiB), which hides the size of a small program.
     pub reports_hwm: bool,
+    /// Processes per measurement, one after the other: the measurement's times are their
+    /// means. More than one only for a program too short to time alone (the start-up
+    /// program), whose output is then not compared (it prints nothing).
+    pub runs: usize,
 }
 
 fn programs(quick: bool) -> Vec<Program> {
@@ -80,6 +87,7 @@ fn programs(quick: bool) -> Vec<Program> {
             // Python's own small-object allocator would hide the malloc under test.
             env: vec![("PYTHONMALLOC", "malloc")],
             reports_hwm: false,
+            runs: 1,
         },
         Program {
             name: "lua5.4".into(),
@@ -93,6 +101,7 @@ fn programs(quick: bool) -> Vec<Program> {
             ],
             env: vec![],
             reports_hwm: false,
+            runs: 1,
         },
         Program {
             name: "sqlite3".into(),
@@ -106,6 +115,7 @@ fn programs(quick: bool) -> Vec<Program> {
             ],
             env: vec![],
             reports_hwm: false,
+            runs: 1,
         },
         Program {
             name: "perl".into(),
@@ -119,8 +129,78 @@ fn programs(quick: bool) -> Vec<Program> {
             ],
             env: vec![],
             reports_hwm: false,
+            runs: 1,
         },
     ]
+}
+
+/// The start-up program: allocates once and exits, so that its time is what loading an
+/// allocator and its first allocation cost a process (issue 11's start-up target). The
+/// pointer goes through a volatile so that the compiler keeps the call.
+const STARTUP_C: &str =
+    "#include <stdlib.h>\nint main(void) { void *volatile p = malloc(64); (void)p; return 0; }\n";
+
+/// Processes per start-up measurement: one run (about a millisecond) is too short for the
+/// parent's clock and the scheduler's noise; the mean of 100 in a row is what is recorded.
+pub const STARTUP_RUNS: usize = 100;
+
+/// Compiles the start-up program into `dir` with the system's C compiler (`cc -O2
+/// -fno-builtin`: the call to `malloc` stays a call).
+pub fn startup_program(dir: &Path) -> Result<Program, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let source = dir.join("startup.c");
+    let binary = dir.join("startup");
+    std::fs::write(&source, STARTUP_C).map_err(|e| format!("{}: {e}", source.display()))?;
+    let out = Command::new("cc")
+        .args(["-O2", "-fno-builtin", "-o"])
+        .arg(&binary)
+        .arg(&source)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run the C compiler `cc`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cc could not compile {}: {}",
+            source.display(),
+            tail(&String::from_utf8_lossy(&out.stderr), 400)
+        ));
+    }
+    Ok(Program {
+        name: "startup".into(),
+        binary,
+        args: vec![],
+        env: vec![],
+        reports_hwm: false,
+        runs: STARTUP_RUNS,
+    })
+}
+
+/// Keeps the programs `keep` names (`NAME` or `program:NAME`); a name that is not among
+/// `available` (every program this machine could run) is an error that lists them.
+fn select_programs(
+    programs: Vec<Program>,
+    keep: Option<&[String]>,
+    available: &[String],
+) -> Result<Vec<Program>, String> {
+    let Some(keep) = keep else {
+        return Ok(programs);
+    };
+    let names: Vec<&str> = keep
+        .iter()
+        .map(|k| k.strip_prefix("program:").unwrap_or(k))
+        .collect();
+    for n in &names {
+        if !available.iter().any(|a| a == n) {
+            return Err(format!(
+                "`{n}` is not a program here (available: {})",
+                available.join(", ")
+            ));
+        }
+    }
+    Ok(programs
+        .into_iter()
+        .filter(|p| names.contains(&p.name.as_str()))
+        .collect())
 }
 
 /// How to get liballoclab.so, for the errors of whatever needs it.
@@ -196,6 +276,9 @@ struct Ran {
 }
 
 fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, String> {
+    if program.runs > 1 {
+        return run_repeated(program, preload, env_pad);
+    }
     let mut cmd = Command::new(&program.binary);
     cmd.args(&program.args)
         .envs(program.env.iter().copied())
@@ -241,6 +324,61 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
             peak_rss,
             final_rss: None,
             max_rss_process: Some(rss),
+            heap: None,
+            instructions: None,
+        },
+    })
+}
+
+/// `program.runs` processes one after the other, with no pipes (nothing to read, and a
+/// reader thread per process would be part of what is timed); the metrics are the means per
+/// process. It has no resident sizes: the program is too small to report its own, and
+/// `wait4`'s maximum for it is the spawning process's size (see `Program::reports_hwm`), the
+/// same for every allocator. Any process that does not exit with 0 fails the measurement.
+fn run_repeated(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, String> {
+    let mut cmd = Command::new(&program.binary);
+    cmd.args(&program.args)
+        .envs(program.env.iter().copied())
+        .envs(preload.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env(super::child::PAD_VARIABLE, "x".repeat(env_pad))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(lib) = &preload.library {
+        cmd.env("LD_PRELOAD", lib);
+    }
+    let (mut wall, mut user, mut sys) = (0.0, 0.0, 0.0);
+    for i in 0..program.runs {
+        let start = Instant::now();
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", program.binary.display()))?;
+        let (status, usage) =
+            super::child::wait_with_rusage(child.id() as libc::pid_t, Duration::from_secs(60))?;
+        wall += start.elapsed().as_secs_f64();
+        if !exited_zero(status) {
+            return Err(format!(
+                "run {} of {}: {}",
+                i + 1,
+                program.runs,
+                describe_status(status)
+            ));
+        }
+        user += timeval(usage.ru_utime);
+        sys += timeval(usage.ru_stime);
+    }
+    let n = program.runs as f64;
+    Ok(Ran {
+        stdout: String::new(),
+        metrics: Metrics {
+            wall: wall / n,
+            user: user / n,
+            sys: sys / n,
+            ops: 0,
+            ops_per_sec: 0.0,
+            peak_rss: None,
+            final_rss: None,
+            max_rss_process: None,
             heap: None,
             instructions: None,
         },
@@ -359,16 +497,23 @@ pub fn run_programs(
     confs: &[ConfSubject],
     opts: ProgramOptions,
 ) -> Result<Results, String> {
-    let programs: Vec<Program> = programs(opts.quick)
+    let mut programs: Vec<Program> = programs(opts.quick)
         .into_iter()
         .filter(|p| p.binary.exists())
         .collect();
-    if programs.is_empty() {
-        return Err("none of python3, lua5.4, sqlite3, perl is installed".into());
-    }
-    let mut preloads = preloads(entries);
-    add_conf_subjects(&mut preloads, confs, liballoclab().as_deref())?;
-    run_with(&programs, preloads, opts)
+    let scratch = std::env::temp_dir().join(format!("alloclab-programs-{}", std::process::id()));
+    let ran = startup_program(&scratch)
+        .map_err(|e| format!("the start-up program: {e}"))
+        .and_then(|startup| {
+            programs.push(startup);
+            let available: Vec<String> = programs.iter().map(|p| p.name.clone()).collect();
+            let programs = select_programs(programs, opts.workloads.as_deref(), &available)?;
+            let mut preloads = preloads(entries);
+            add_conf_subjects(&mut preloads, confs, liballoclab().as_deref())?;
+            run_with(&programs, preloads, opts)
+        });
+    let _ = std::fs::remove_dir_all(&scratch);
+    ran
 }
 
 /// Runs `programs` under `preloads` (those `opts.subjects` keeps); results as `run_programs`.
@@ -479,8 +624,81 @@ pub fn run_with(
 
 #[cfg(test)]
 mod tests {
-    use super::{add_conf_subjects, peer_preloads, reported_hwm, ConfSubject};
+    use super::{
+        add_conf_subjects, peer_preloads, reported_hwm, run_one, select_programs, startup_program,
+        ConfSubject, Program, STARTUP_RUNS,
+    };
     use std::path::Path;
+
+    fn names(programs: &[Program]) -> Vec<&str> {
+        programs.iter().map(|p| p.name.as_str()).collect()
+    }
+
+    #[test]
+    fn the_startup_program_builds_runs_and_averages_its_runs() {
+        let dir =
+            std::env::temp_dir().join(format!("alloclab-startup-test-{}", std::process::id()));
+        let mut p = startup_program(&dir).unwrap();
+        assert_eq!((p.name.as_str(), p.runs), ("startup", STARTUP_RUNS));
+        p.runs = 3;
+        let glibc = &peer_preloads()[0];
+        let r = run_one(&p, glibc, 0).unwrap();
+        // A mean per process: a start-up takes well under a second, and more than nothing.
+        assert!(
+            r.metrics.wall > 0.0 && r.metrics.wall < 1.0,
+            "{:?}",
+            r.metrics
+        );
+        assert!(r.metrics.peak_rss.is_none() && r.metrics.max_rss_process.is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+
+        // One failing process fails the measurement, and says which.
+        let failing = Program {
+            name: "false".into(),
+            binary: "/bin/false".into(),
+            args: vec![],
+            env: vec![],
+            reports_hwm: false,
+            runs: 2,
+        };
+        let e = run_one(&failing, glibc, 0).err().unwrap();
+        assert!(e.contains("run 1 of 2"), "{e}");
+    }
+
+    #[test]
+    fn programs_are_picked_by_name_with_or_without_the_prefix() {
+        let program = |name: &str| Program {
+            name: name.into(),
+            binary: "/bin/true".into(),
+            args: vec![],
+            env: vec![],
+            reports_hwm: false,
+            runs: 1,
+        };
+        let all = || vec![program("python3"), program("startup"), program("perl")];
+        let available = [
+            "python3".to_string(),
+            "startup".into(),
+            "perl".into(),
+            "lua5.4".into(),
+        ];
+        assert_eq!(
+            names(&select_programs(all(), None, &available).unwrap()),
+            ["python3", "startup", "perl"]
+        );
+        let keep = ["program:startup".to_string(), "perl".into()];
+        assert_eq!(
+            names(&select_programs(all(), Some(&keep), &available).unwrap()),
+            ["startup", "perl"]
+        );
+        let e = select_programs(all(), Some(&["ruby".to_string()]), &available)
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("`ruby` is not a program here") && e.contains("lua5.4"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn conf_subjects_parse_and_bad_ones_say_why() {

@@ -87,6 +87,7 @@ fn programs(dir: &Path) -> Result<(Vec<Program>, Vec<Preload>), String> {
         args: vec![],
         env: vec![],
         reports_hwm: true,
+        runs: 1,
     };
     Ok((vec![tiny], preloads))
 }
