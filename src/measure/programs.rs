@@ -275,21 +275,27 @@ struct Ran {
     metrics: Metrics,
 }
 
-fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, String> {
-    if program.runs > 1 {
-        return run_repeated(program, preload, env_pad);
-    }
+/// `program` under `preload`, its environment padded by `env_pad` bytes, standard input
+/// empty; the caller says where the output goes.
+fn command(program: &Program, preload: &Preload, env_pad: usize) -> Command {
     let mut cmd = Command::new(&program.binary);
     cmd.args(&program.args)
         .envs(program.env.iter().copied())
         .envs(preload.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .env(super::child::PAD_VARIABLE, "x".repeat(env_pad))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stdin(Stdio::null());
     if let Some(lib) = &preload.library {
         cmd.env("LD_PRELOAD", lib);
     }
+    cmd
+}
+
+fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, String> {
+    if program.runs > 1 {
+        return run_repeated(program, preload, env_pad);
+    }
+    let mut cmd = command(program, preload, env_pad);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let start = Instant::now();
     let child = cmd
         .spawn()
@@ -336,17 +342,8 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
 /// `wait4`'s maximum for it is the spawning process's size (see `Program::reports_hwm`), the
 /// same for every allocator. Any process that does not exit with 0 fails the measurement.
 fn run_repeated(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, String> {
-    let mut cmd = Command::new(&program.binary);
-    cmd.args(&program.args)
-        .envs(program.env.iter().copied())
-        .envs(preload.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .env(super::child::PAD_VARIABLE, "x".repeat(env_pad))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if let Some(lib) = &preload.library {
-        cmd.env("LD_PRELOAD", lib);
-    }
+    let mut cmd = command(program, preload, env_pad);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
     let (mut wall, mut user, mut sys) = (0.0, 0.0, 0.0);
     for i in 0..program.runs {
         let start = Instant::now();
