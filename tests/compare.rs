@@ -353,6 +353,13 @@ fn programs_measure_the_startup_program_alone_when_asked() {
     assert!(md.contains("## Workload `program:startup`"), "{md}");
     let _ = std::fs::remove_dir_all(&out);
 
+    let r = alloclab(&["compare", "--preload", "x=/bin/true", "--out", o]);
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("--preload names a library") && err.contains("needs --programs"),
+        "{err}"
+    );
     let r = alloclab(&["compare", "--programs", "--workloads", "ruby", "--out", o]);
     assert!(!r.status.success());
     let err = String::from_utf8_lossy(&r.stderr);

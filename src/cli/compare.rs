@@ -105,6 +105,10 @@ pub struct CompareArgs {
     /// (repeatable), e.g. `--preload-conf light=config:lifo-tcache,tcache_check:light`.
     #[arg(long, value_name = "NAME=CONF")]
     pub preload_conf: Vec<programs::ConfSubject>,
+    /// With --programs: one more subject, the shared library PATH preloaded, named NAME
+    /// (repeatable): an allocator of your own build, e.g. `--preload je-dev=/opt/je/lib/libjemalloc.so.2`.
+    #[arg(long, value_name = "NAME=PATH")]
+    pub preload: Vec<programs::LibrarySubject>,
     /// One more in-process subject: an alloclab config with run-time options, named NAME
     /// (repeatable), e.g. `--heap-conf light=config:lifo-tcache,tcache_check:light`; keys
     /// config, tcache_check, tcache_max, narenas, dirty_max, as in ALLOCLAB_CONF.
@@ -259,6 +263,12 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
             "--preload-conf names a liballoclab.so setting to preload: it needs --programs",
         );
     }
+    if !args.preload.is_empty() && !args.programs {
+        return fail(
+            "compare",
+            "--preload names a library to preload into programs: it needs --programs",
+        );
+    }
     if !args.heap_conf.is_empty() && args.programs {
         return fail(
             "compare",
@@ -272,7 +282,12 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
     };
     let entries = &entries[..];
     if args.programs {
-        return match programs::run_programs(entries, &args.preload_conf, args_to_programs(args)) {
+        return match programs::run_programs(
+            entries,
+            &args.preload_conf,
+            &args.preload,
+            args_to_programs(args),
+        ) {
             Ok(results) => match write_outputs(&results, &args.out, args.latex) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => fail("compare", e),

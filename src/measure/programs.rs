@@ -406,32 +406,109 @@ pub struct ConfSubject {
     pub conf: String,
 }
 
+/// `NAME=VALUE` as a subject's name (letters, digits, `-`, `_` and `.`) and a non-empty
+/// value; `what` names the value and `example` shows one, for the errors.
+fn named(s: &str, what: &str, example: &str) -> Result<(String, String), String> {
+    let Some((name, value)) = s.split_once('=') else {
+        return Err(format!("`{s}`: expected NAME={what}, as {example}"));
+    };
+    let (name, value) = (name.trim(), value.trim());
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(format!(
+            "`{s}`: the name `{name}` must be letters, digits, '-', '_' or '.'"
+        ));
+    }
+    if value.is_empty() {
+        return Err(format!("`{s}`: the {what} after '=' is empty"));
+    }
+    Ok((name.into(), value.into()))
+}
+
 impl std::str::FromStr for ConfSubject {
     type Err = String;
 
     /// `NAME=CONF`: a name of letters, digits, `-`, `_` and `.`, and a non-empty conf.
     fn from_str(s: &str) -> Result<Self, String> {
-        let Some((name, conf)) = s.split_once('=') else {
-            return Err(format!("`{s}`: expected NAME=ALLOCLAB_CONF, as light=config:lifo-tcache,tcache_check:light"));
-        };
-        let (name, conf) = (name.trim(), conf.trim());
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
-            return Err(format!(
-                "`{s}`: the name `{name}` must be letters, digits, '-', '_' or '.'"
-            ));
-        }
-        if conf.is_empty() {
-            return Err(format!("`{s}`: the ALLOCLAB_CONF after '=' is empty"));
-        }
-        Ok(ConfSubject {
-            name: name.into(),
-            conf: conf.into(),
+        let (name, conf) = named(
+            s,
+            "ALLOCLAB_CONF",
+            "light=config:lifo-tcache,tcache_check:light",
+        )?;
+        Ok(ConfSubject { name, conf })
+    }
+}
+
+/// A subject of the user's: any shared library preloaded in place of glibc's malloc
+/// (`compare --programs --preload NAME=PATH`), such as an allocator built from a branch, or a
+/// version Debian does not ship.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LibrarySubject {
+    /// The subject's name in `--subjects`, `--baseline` and the reports.
+    pub name: String,
+    /// The library.
+    pub path: PathBuf,
+}
+
+impl std::str::FromStr for LibrarySubject {
+    type Err = String;
+
+    /// `NAME=PATH`: a name as `ConfSubject`'s, and a non-empty path.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, path) = named(s, "PATH", "mine=/opt/mymalloc/lib/libmymalloc.so")?;
+        Ok(LibrarySubject {
+            name,
+            path: path.into(),
         })
     }
+}
+
+/// Adds a preload for each of `libs` to `preloads`. A name already taken, a path that is not
+/// a file, or a library the dynamic loader will not preload (checked by starting `/bin/true`
+/// under it: the loader then ignores it with a message, and the program still succeeds) is an
+/// error, so that no subject is silently glibc.
+pub fn add_library_subjects(
+    preloads: &mut Vec<Preload>,
+    libs: &[LibrarySubject],
+) -> Result<(), String> {
+    for l in libs {
+        let flag = format!("--preload {}={}", l.name, l.path.display());
+        if preloads.iter().any(|p| p.name == l.name) {
+            return Err(format!(
+                "{flag}: the name `{}` is taken (pick another)",
+                l.name
+            ));
+        }
+        let path = std::fs::canonicalize(&l.path)
+            .ok()
+            .filter(|p| p.is_file())
+            .ok_or_else(|| format!("{flag}: no such file"))?;
+        let probe = Path::new("/bin/true");
+        if probe.exists() {
+            let out = Command::new(probe)
+                .env("LD_PRELOAD", &path)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("cannot start /bin/true to check --preload: {e}"))?;
+            let err = String::from_utf8_lossy(&out.stderr);
+            if !out.status.success() || err.contains("cannot be preloaded") {
+                return Err(format!(
+                    "{flag}: the dynamic loader does not preload it: {}",
+                    err.trim()
+                ));
+            }
+        }
+        preloads.push(Preload {
+            name: l.name.clone(),
+            describe: format!("{} (LD_PRELOAD)", path.display()),
+            library: Some(path),
+            env: vec![],
+        });
+    }
+    Ok(())
 }
 
 /// Adds a preload for each of `confs` (liballoclab.so at `so`) to `preloads`. A name already
@@ -492,6 +569,7 @@ pub fn add_conf_subjects(
 pub fn run_programs(
     entries: &[SubjectEntry],
     confs: &[ConfSubject],
+    libs: &[LibrarySubject],
     opts: ProgramOptions,
 ) -> Result<Results, String> {
     let mut programs: Vec<Program> = programs(opts.quick)
@@ -507,6 +585,7 @@ pub fn run_programs(
             let programs = select_programs(programs, opts.workloads.as_deref(), &available)?;
             let mut preloads = preloads(entries);
             add_conf_subjects(&mut preloads, confs, liballoclab().as_deref())?;
+            add_library_subjects(&mut preloads, libs)?;
             run_with(&programs, preloads, opts)
         });
     let _ = std::fs::remove_dir_all(&scratch);
@@ -622,8 +701,8 @@ pub fn run_with(
 #[cfg(test)]
 mod tests {
     use super::{
-        add_conf_subjects, peer_preloads, reported_hwm, run_one, select_programs, startup_program,
-        ConfSubject, Program, STARTUP_RUNS,
+        add_conf_subjects, add_library_subjects, peer_preloads, reported_hwm, run_one,
+        select_programs, startup_program, ConfSubject, LibrarySubject, Program, STARTUP_RUNS,
     };
     use std::path::Path;
 
@@ -660,6 +739,60 @@ mod tests {
         };
         let e = run_one(&failing, glibc, 0).err().unwrap();
         assert!(e.contains("run 1 of 2"), "{e}");
+    }
+
+    #[test]
+    fn library_subjects_must_load_and_take_a_free_name() {
+        let lib: LibrarySubject = "mine=/opt/x/libmine.so".parse().unwrap();
+        assert_eq!(
+            (lib.name.as_str(), lib.path.to_str()),
+            ("mine", Some("/opt/x/libmine.so"))
+        );
+        let e = "mine".parse::<LibrarySubject>().unwrap_err();
+        assert!(e.contains("expected NAME=PATH"), "{e}");
+        let e = "mine=".parse::<LibrarySubject>().unwrap_err();
+        assert!(e.contains("the PATH after '=' is empty"), "{e}");
+
+        let dir = std::env::temp_dir().join(format!("alloclab-libsubject-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (src, so, text) = (
+            dir.join("empty.c"),
+            dir.join("libempty.so"),
+            dir.join("not-elf.so"),
+        );
+        std::fs::write(&src, "int alloclab_test_empty(void) { return 0; }\n").unwrap();
+        std::fs::write(&text, "not a library\n").unwrap();
+        let built = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&so)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(built.success());
+        let subject = |name: &str, path: &Path| LibrarySubject {
+            name: name.into(),
+            path: path.into(),
+        };
+
+        let mut p = peer_preloads();
+        let n = p.len();
+        for (bad, why) in [
+            (subject("system", &so), "is taken"),
+            (subject("gone", &dir.join("missing.so")), "no such file"),
+            (subject("text", &text), "does not preload it"),
+        ] {
+            let e = add_library_subjects(&mut p, &[bad]).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        }
+        assert_eq!(p.len(), n, "nothing added by a refused subject");
+        add_library_subjects(&mut p, &[subject("empty", &so)]).unwrap();
+        let added = p.last().unwrap();
+        assert_eq!(added.name, "empty");
+        assert_eq!(
+            added.library.as_deref(),
+            Some(so.canonicalize().unwrap().as_path())
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
