@@ -340,30 +340,80 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
 /// reader thread per process would be part of what is timed); the metrics are the means per
 /// process. It has no resident sizes: the program is too small to report its own, and
 /// `wait4`'s maximum for it is the spawning process's size (see `Program::reports_hwm`), the
-/// same for every allocator. Any process that does not exit with 0 fails the measurement.
+/// same for every allocator. Any process that does not exit with 0 fails the measurement, and
+/// so does a batch that runs past `REPEATED_TIMEOUT`.
 fn run_repeated(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, String> {
+    run_batch(program, preload, env_pad, REPEATED_TIMEOUT)
+}
+
+/// `run_repeated` with the batch's time limit.
+fn run_batch(
+    program: &Program,
+    preload: &Preload,
+    env_pad: usize,
+    timeout: Duration,
+) -> Result<Ran, String> {
     let mut cmd = command(program, preload, env_pad);
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    // One watchdog for the whole batch, not one thread per process: a thread started and
+    // joined around each process would be timed with it. `current` is the process running
+    // (0 between processes); it is cleared under its lock before the process is reaped, so
+    // the watchdog can never kill a reaped (and perhaps reused) process id.
+    let current = std::sync::Mutex::new(0 as libc::pid_t);
+    let expired = std::sync::atomic::AtomicBool::new(false);
+    let (done, stop) = std::sync::mpsc::channel::<()>();
     let (mut wall, mut user, mut sys) = (0.0, 0.0, 0.0);
-    for i in 0..program.runs {
-        let start = Instant::now();
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", program.binary.display()))?;
-        let (status, usage) =
-            super::child::wait_with_rusage(child.id() as libc::pid_t, Duration::from_secs(60))?;
-        wall += start.elapsed().as_secs_f64();
-        if !exited_zero(status) {
-            return Err(format!(
-                "run {} of {}: {}",
-                i + 1,
-                program.runs,
-                describe_status(status)
-            ));
-        }
-        user += timeval(usage.ru_utime);
-        sys += timeval(usage.ru_stime);
+    let ran = std::thread::scope(|scope| {
+        let (watched, expiry) = (&current, &expired);
+        scope.spawn(move || {
+            if stop.recv_timeout(timeout) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                let pid = watched.lock().unwrap_or_else(|e| e.into_inner());
+                expiry.store(true, std::sync::atomic::Ordering::SeqCst);
+                if *pid != 0 {
+                    // SAFETY: kill has no memory-safety preconditions; `pid` is our child,
+                    // not reaped yet (it is reaped only after `current` is cleared, under
+                    // the lock this thread holds).
+                    unsafe { libc::kill(*pid, libc::SIGKILL) };
+                }
+            }
+        });
+        let result = (|| {
+            for i in 0..program.runs {
+                if expired.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let start = Instant::now();
+                let child = cmd
+                    .spawn()
+                    .map_err(|e| format!("cannot start {}: {e}", program.binary.display()))?;
+                let pid = child.id() as libc::pid_t;
+                *current.lock().unwrap_or_else(|e| e.into_inner()) = pid;
+                let (status, usage) = wait_exited(pid, &current)?;
+                wall += start.elapsed().as_secs_f64();
+                if !exited_zero(status) {
+                    return Err(format!(
+                        "run {} of {}: {}",
+                        i + 1,
+                        program.runs,
+                        describe_status(status)
+                    ));
+                }
+                user += timeval(usage.ru_utime);
+                sys += timeval(usage.ru_stime);
+            }
+            Ok(())
+        })();
+        let _ = done.send(());
+        result
+    });
+    if expired.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(format!(
+            "{} runs took longer than {:.1} s",
+            program.runs,
+            timeout.as_secs_f64()
+        ));
     }
+    ran?;
     let n = program.runs as f64;
     Ok(Ran {
         stdout: String::new(),
@@ -380,6 +430,50 @@ fn run_repeated(program: &Program, preload: &Preload, env_pad: usize) -> Result<
             instructions: None,
         },
     })
+}
+
+/// How long a batch of `run_repeated` may take.
+const REPEATED_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Waits for `pid` to exit, then clears `current` and reaps it (in that order, under
+/// `current`'s lock: see `run_repeated`); its wait status and resource usage.
+fn wait_exited(
+    pid: libc::pid_t,
+    current: &std::sync::Mutex<libc::pid_t>,
+) -> Result<(libc::c_int, libc::rusage), String> {
+    loop {
+        // SAFETY: siginfo_t is plain old data; all-zero is valid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is valid and writable; `pid` is our own child. WNOWAIT leaves it
+        // unreaped.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(format!("waitid: {e}"));
+        }
+    }
+    let mut guard = current.lock().unwrap_or_else(|e| e.into_inner());
+    *guard = 0;
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain old data; all-zero is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `status` and `usage` are valid and writable; `pid` is our own exited child.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    drop(guard);
+    if r != pid {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
+    Ok((status, usage))
 }
 
 /// The bytes of the last `VmHWM:  N kB` line in `stderr`.
@@ -701,10 +795,11 @@ pub fn run_with(
 #[cfg(test)]
 mod tests {
     use super::{
-        add_conf_subjects, add_library_subjects, peer_preloads, reported_hwm, run_one,
+        add_conf_subjects, add_library_subjects, peer_preloads, reported_hwm, run_batch, run_one,
         select_programs, startup_program, ConfSubject, LibrarySubject, Program, STARTUP_RUNS,
     };
     use std::path::Path;
+    use std::time::{Duration, Instant};
 
     fn names(programs: &[Program]) -> Vec<&str> {
         programs.iter().map(|p| p.name.as_str()).collect()
@@ -739,6 +834,24 @@ mod tests {
         };
         let e = run_one(&failing, glibc, 0).err().unwrap();
         assert!(e.contains("run 1 of 2"), "{e}");
+
+        // A batch past its time limit is killed and fails, without waiting for the rest.
+        let sleeping = Program {
+            name: "sleep".into(),
+            binary: "/bin/sleep".into(),
+            args: vec!["30".into()],
+            runs: 3,
+            ..failing
+        };
+        let began = Instant::now();
+        let e = run_batch(&sleeping, glibc, 0, Duration::from_millis(300))
+            .err()
+            .unwrap();
+        assert!(e.contains("3 runs took longer than 0.3 s"), "{e}");
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "the sleeping process was killed"
+        );
     }
 
     #[test]
