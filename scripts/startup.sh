@@ -10,7 +10,8 @@
 # with bootstrap intervals and the Mann-Whitney verdicts (docs/MEASURING.md). This script then
 # prints the wall-time rows and the minor page faults of one run of the program per allocator
 # (a `posix_spawn`ed child's `wait4` count: a fork would count the parent's copy-on-write
-# faults too). Needs release builds of the command and of liballoclab.so (`cargo build
+# faults too). Beside the allocators, `empty` preloads a library that does nothing: what
+# preloading costs before any allocator code runs. Needs release builds of the command and of liballoclab.so (`cargo build
 # --release -p alloclab -p liballoclab`), a C compiler, and Debian's libjemalloc2 and
 # libmimalloc2.0 (subjects that are missing are left out). Run it on a quiet machine: it
 # measures the whole machine.
@@ -41,12 +42,22 @@ for peer in jemalloc:libjemalloc.so.2 mimalloc:libmimalloc.so.2; do
     fi
 done
 
-"$target/alloclab" compare --programs --workloads startup --subjects "$subjects" \
-    --reps "$rounds" --no-progress --out "$out" 2>&1 | grep -v '^wrote ' || true
-[ -f "$out/report.md" ] || { echo "alloclab compare wrote no report" >&2; exit 1; }
-
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The floor of any preloaded allocator: a library with one function and no constructor, whose
+# whole cost is the dynamic loader's (finding, mapping and relocating one more object, and
+# one more object in every symbol lookup).
+echo 'int alloclab_empty_library(void) { return 0; }' > "$work/empty.c"
+cc -O2 -shared -fPIC -o "$work/libempty.so" "$work/empty.c"
+subjects+=",empty"
+names+=(empty)
+lib[empty]=$work/libempty.so
+conf[empty]=
+
+"$target/alloclab" compare --programs --workloads startup --subjects "$subjects" \
+    --preload empty="$work/libempty.so" --reps "$rounds" --no-progress --out "$out" 2>&1 \
+    | grep -v '^wrote ' || true
+[ -f "$out/report.md" ] || { echo "alloclab compare wrote no report" >&2; exit 1; }
 printf '#include <stdlib.h>\nint main(void) { void *volatile p = malloc(64); (void)p; return 0; }\n' \
     > "$work/tiny.c"
 cc -O2 -fno-builtin -o "$work/tiny" "$work/tiny.c"
