@@ -76,8 +76,24 @@ fn count(narenas: usize, default: usize) -> usize {
     (if narenas == 0 { default } else { narenas }).clamp(1, MAX_ARENAS)
 }
 
+/// Online CPUs as the kernel lists them (`0-3`, `0,2-5`): what the default arena counts
+/// scale with. Not the engine's `os::ncpus()`, which a wrong count would agree with.
 fn ncpus() -> usize {
-    alloclab_core::os::ncpus()
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .expect("read the kernel's list of online CPUs");
+    online
+        .trim()
+        .split(',')
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() + 1 - a.parse::<usize>().unwrap(),
+            None => 1,
+        })
+        .sum()
+}
+
+#[test]
+fn the_engine_counts_the_online_cpus() {
+    assert_eq!(alloclab_core::os::ncpus(), ncpus());
 }
 
 #[test]
