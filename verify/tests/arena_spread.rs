@@ -11,8 +11,9 @@
 //! - `Hashed`: every thread lands in `0..n`, and enough threads reach every one of the `n`;
 //! - `PerCpu`: the arena of the CPU the thread runs on *now* (`cpu % n`, `n` one per CPU);
 //! - `ThreadLocal`: concurrent threads get distinct arenas, never the shared arena 0, and
-//!   exited threads' arenas go to the next threads; `ThreadLocal<496>` sends only requests
-//!   above 496 bytes to arena 0;
+//!   exited threads' arenas go to the next threads (past `MAX_ARENAS - 1` live threads a
+//!   thread shares a held arena, and its exit frees nothing); `ThreadLocal<496>` sends only
+//!   requests above 496 bytes to arena 0;
 //! - `LargeResetsShared<512>` (the thread-arenas seed's bug, kept for studies, so it must stay
 //!   exactly that bug): a thread's own arena until its first request above 512 bytes (a first
 //!   request of exactly 512 bytes included), arena 0 for everything after it; both bindings
@@ -291,5 +292,53 @@ fn large_resets_shared_is_the_seed_bug_exactly() {
         0,
         "exited threads hand back their arenas"
     );
+    h.check_invariants().unwrap();
+}
+
+/// Past `MAX_ARENAS - 1` live threads (index 0 is never leased), a new thread shares a held
+/// arena. Its exit hands back nothing: the arena is still held by the thread that leased it,
+/// so the pool must neither count it free nor hand it out again.
+#[test]
+fn thread_local_sharers_hand_back_no_arena_that_is_still_held() {
+    let h = heap::<ThreadLocal>(0);
+    let holders = MAX_ARENAS - 1;
+    let bound = Arc::new(Barrier::new(holders + 1));
+    let exit = Arc::new(Barrier::new(holders + 1));
+    let ts: Vec<_> = (0..holders)
+        .map(|_| {
+            let (h, bound, exit) = (h.clone(), bound.clone(), exit.clone());
+            std::thread::Builder::new()
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    let a = arena_now(&h, 64);
+                    bound.wait();
+                    exit.wait();
+                    a
+                })
+                .unwrap()
+        })
+        .collect();
+    bound.wait();
+    assert_eq!(h.arenas_leased(), holders);
+    // Sharers, one after the other: each gets an arena some holder has, and exits.
+    for _ in 0..8 {
+        let h2 = h.clone();
+        let a = std::thread::spawn(move || arena_now(&h2, 64))
+            .join()
+            .unwrap();
+        assert_ne!(a, 0);
+        assert_eq!(
+            h.arenas_leased(),
+            holders,
+            "a sharer's exit freed arena {a}"
+        );
+    }
+    exit.wait();
+    let held: BTreeSet<usize> = ts.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(held.len(), holders);
+    assert_eq!(h.arenas_leased(), 0);
+    // Every arena came back once: as many concurrent threads again get distinct ones.
+    let again: BTreeSet<usize> = concurrent_arenas(&h, holders, 64).into_iter().collect();
+    assert_eq!(again, held);
     h.check_invariants().unwrap();
 }
