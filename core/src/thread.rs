@@ -556,7 +556,9 @@ impl<'a> ArenaCtx<'a> {
         })
     }
 
-    /// Returns a leased index to the pool once its last holder releases it.
+    /// Returns a leased index to the pool once its last holder releases it. An index nobody
+    /// holds (0, past the last, or released by every holder already) is ignored: a policy's
+    /// extra release must not free an arena twice.
     pub fn release(&self, index: usize) {
         self.pool.with(|p| {
             if index == 0 || index >= MAX_ARENAS || p.holders[index] == 0 {

@@ -24,7 +24,7 @@
 //! thread misses a given arena with probability (n-1)/n).
 #![cfg(not(loom))]
 
-use alloclab_core::{ArenaChoice, Heap, Options, MAX_ARENAS};
+use alloclab_core::{ArenaChoice, ArenaCtx, Heap, Options, MAX_ARENAS};
 use alloclab_policies::configs::Using;
 use alloclab_policies::{Hashed, LargeResetsShared, Lifo, PerCpu, RoundRobin, Single, ThreadLocal};
 use std::collections::BTreeSet;
@@ -340,5 +340,49 @@ fn thread_local_sharers_hand_back_no_arena_that_is_still_held() {
     // Every arena came back once: as many concurrent threads again get distinct ones.
     let again: BTreeSet<usize> = concurrent_arenas(&h, holders, 64).into_iter().collect();
     assert_eq!(again, held);
+    h.check_invariants().unwrap();
+}
+
+/// `ThreadLocal` with a careless exit: it releases its arena twice, then an index past the
+/// last one and the shared arena 0, none of which it holds any more.
+struct CarelessExit;
+
+impl ArenaChoice for CarelessExit {
+    type State = ();
+    const NAME: &'static str = "careless-exit";
+
+    fn init(_: &Options) {}
+
+    fn choose(ctx: &ArenaCtx<'_>, _: &(), _: usize) -> usize {
+        if let Some(arena) = ctx.thread_binding() {
+            return arena;
+        }
+        let arena = ctx.lease();
+        if ctx.bind_thread(arena) {
+            arena
+        } else {
+            ctx.release(arena);
+            0
+        }
+    }
+
+    fn thread_exit(ctx: &ArenaCtx<'_>, _: &(), arena: usize) {
+        for index in [arena, arena, MAX_ARENAS + 1, 0] {
+            ctx.release(index);
+        }
+    }
+}
+
+/// A policy's release of an index nobody holds changes nothing: each arena is back once, and
+/// as many threads again get the same arenas, each its own.
+#[test]
+fn the_pool_ignores_releases_of_arenas_nobody_holds() {
+    let h = heap::<CarelessExit>(0);
+    let first: BTreeSet<usize> = concurrent_arenas(&h, 4, 64).into_iter().collect();
+    assert_eq!(first.len(), 4);
+    assert_eq!(h.arenas_leased(), 0);
+    let second: BTreeSet<usize> = concurrent_arenas(&h, 4, 64).into_iter().collect();
+    assert_eq!(second, first);
+    assert_eq!(h.arenas_leased(), 0);
     h.check_invariants().unwrap();
 }
