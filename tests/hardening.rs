@@ -446,6 +446,26 @@ fn sampling_one_in_n_samples_about_one_in_n() {
     h.check_invariants().unwrap();
 }
 
+/// A mean delay far above the 64 allocations between two looks at the clock: with no
+/// `sample_ms`, the drawn delay alone decides, however long it is. (The test above draws
+/// delays up to 100, mostly below 64, and cannot tell the two apart.)
+#[test]
+fn sampling_one_in_a_thousand_counts_down_past_the_clock_stride() {
+    let h = sampling(1000);
+    let mut sampled = 0;
+    for _ in 0..100_000 {
+        let p = h.malloc(32);
+        sampled += usize::from(h.arena_of(p).is_none());
+        // SAFETY: live; freed at once, so the pool never runs out of slots.
+        unsafe { h.free(p) };
+    }
+    // Delays are uniform in 1..=2000, so at least 50 samples whatever the draws (expected
+    // 100). 300 would need 300 delays averaging under 334, some 20 standard deviations below
+    // their mean; sampling at every look at the clock gives about 1,500.
+    assert!((50..300).contains(&sampled), "{sampled} of 100000 sampled");
+    h.check_invariants().unwrap();
+}
+
 #[test]
 fn time_based_sampling_samples_after_each_interval() {
     let h = heap(Safety {

@@ -293,6 +293,9 @@ struct PoolInner {
     nfree: usize,
     next_unused: usize,
     leased: usize,
+    /// Live threads holding each index: past `MAX_ARENAS` threads share indices, and a
+    /// sharer's release must not free an index its leaseholder (or another sharer) still uses.
+    holders: [u16; MAX_ARENAS],
 }
 
 // SAFETY: `inner` is reached only with `lock` held; `live` only under the registry lock.
@@ -329,6 +332,7 @@ impl ArenaPool {
                 nfree: 0,
                 next_unused: 1,
                 leased: 0,
+                holders: [0; MAX_ARENAS],
             }),
             live: UnsafeCell::new(LiveHeap {
                 heap_id: 0,
@@ -536,7 +540,7 @@ impl<'a> ArenaCtx<'a> {
     /// are all held, the thread shares one (chosen by its thread key).
     pub fn lease(&self) -> usize {
         self.pool.with(|p| {
-            if p.nfree > 0 {
+            let i = if p.nfree > 0 {
                 p.nfree -= 1;
                 p.leased += 1;
                 p.free[p.nfree] as usize
@@ -546,14 +550,22 @@ impl<'a> ArenaCtx<'a> {
                 p.next_unused - 1
             } else {
                 1 + thread_key() / 64 % (MAX_ARENAS - 1)
-            }
+            };
+            p.holders[i] = p.holders[i].saturating_add(1);
+            i
         })
     }
 
-    /// Returns a leased index to the pool.
+    /// Returns a leased index to the pool once its last holder releases it. An index nobody
+    /// holds (0, past the last, or released by every holder already) is ignored: a policy's
+    /// extra release must not free an arena twice.
     pub fn release(&self, index: usize) {
         self.pool.with(|p| {
-            if p.leased > 0 && p.nfree < MAX_ARENAS && index != 0 {
+            if index == 0 || index >= MAX_ARENAS || p.holders[index] == 0 {
+                return;
+            }
+            p.holders[index] -= 1;
+            if p.holders[index] == 0 {
                 p.leased -= 1;
                 p.free[p.nfree] = index as u16;
                 p.nfree += 1;

@@ -11,8 +11,9 @@
 //! - `Hashed`: every thread lands in `0..n`, and enough threads reach every one of the `n`;
 //! - `PerCpu`: the arena of the CPU the thread runs on *now* (`cpu % n`, `n` one per CPU);
 //! - `ThreadLocal`: concurrent threads get distinct arenas, never the shared arena 0, and
-//!   exited threads' arenas go to the next threads; `ThreadLocal<496>` sends only requests
-//!   above 496 bytes to arena 0;
+//!   exited threads' arenas go to the next threads (past `MAX_ARENAS - 1` live threads a
+//!   thread shares a held arena, and its exit frees nothing); `ThreadLocal<496>` sends only
+//!   requests above 496 bytes to arena 0;
 //! - `LargeResetsShared<512>` (the thread-arenas seed's bug, kept for studies, so it must stay
 //!   exactly that bug): a thread's own arena until its first request above 512 bytes (a first
 //!   request of exactly 512 bytes included), arena 0 for everything after it; both bindings
@@ -23,7 +24,7 @@
 //! thread misses a given arena with probability (n-1)/n).
 #![cfg(not(loom))]
 
-use alloclab_core::{ArenaChoice, Heap, Options, MAX_ARENAS};
+use alloclab_core::{ArenaChoice, ArenaCtx, Heap, Options, MAX_ARENAS};
 use alloclab_policies::configs::Using;
 use alloclab_policies::{Hashed, LargeResetsShared, Lifo, PerCpu, RoundRobin, Single, ThreadLocal};
 use std::collections::BTreeSet;
@@ -76,8 +77,24 @@ fn count(narenas: usize, default: usize) -> usize {
     (if narenas == 0 { default } else { narenas }).clamp(1, MAX_ARENAS)
 }
 
+/// Online CPUs as the kernel lists them (`0-3`, `0,2-5`): what the default arena counts
+/// scale with. Not the engine's `os::ncpus()`, which a wrong count would agree with.
 fn ncpus() -> usize {
-    alloclab_core::os::ncpus()
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .expect("read the kernel's list of online CPUs");
+    online
+        .trim()
+        .split(',')
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() + 1 - a.parse::<usize>().unwrap(),
+            None => 1,
+        })
+        .sum()
+}
+
+#[test]
+fn the_engine_counts_the_online_cpus() {
+    assert_eq!(alloclab_core::os::ncpus(), ncpus());
 }
 
 #[test]
@@ -275,5 +292,97 @@ fn large_resets_shared_is_the_seed_bug_exactly() {
         0,
         "exited threads hand back their arenas"
     );
+    h.check_invariants().unwrap();
+}
+
+/// Past `MAX_ARENAS - 1` live threads (index 0 is never leased), a new thread shares a held
+/// arena. Its exit hands back nothing: the arena is still held by the thread that leased it,
+/// so the pool must neither count it free nor hand it out again.
+#[test]
+fn thread_local_sharers_hand_back_no_arena_that_is_still_held() {
+    let h = heap::<ThreadLocal>(0);
+    let holders = MAX_ARENAS - 1;
+    let bound = Arc::new(Barrier::new(holders + 1));
+    let exit = Arc::new(Barrier::new(holders + 1));
+    let ts: Vec<_> = (0..holders)
+        .map(|_| {
+            let (h, bound, exit) = (h.clone(), bound.clone(), exit.clone());
+            std::thread::Builder::new()
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    let a = arena_now(&h, 64);
+                    bound.wait();
+                    exit.wait();
+                    a
+                })
+                .unwrap()
+        })
+        .collect();
+    bound.wait();
+    assert_eq!(h.arenas_leased(), holders);
+    // Sharers, one after the other: each gets an arena some holder has, and exits.
+    for _ in 0..8 {
+        let h2 = h.clone();
+        let a = std::thread::spawn(move || arena_now(&h2, 64))
+            .join()
+            .unwrap();
+        assert_ne!(a, 0);
+        assert_eq!(
+            h.arenas_leased(),
+            holders,
+            "a sharer's exit freed arena {a}"
+        );
+    }
+    exit.wait();
+    let held: BTreeSet<usize> = ts.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(held.len(), holders);
+    assert_eq!(h.arenas_leased(), 0);
+    // Every arena came back once: as many concurrent threads again get distinct ones.
+    let again: BTreeSet<usize> = concurrent_arenas(&h, holders, 64).into_iter().collect();
+    assert_eq!(again, held);
+    h.check_invariants().unwrap();
+}
+
+/// `ThreadLocal` with a careless exit: it releases its arena twice, then an index past the
+/// last one and the shared arena 0, none of which it holds any more.
+struct CarelessExit;
+
+impl ArenaChoice for CarelessExit {
+    type State = ();
+    const NAME: &'static str = "careless-exit";
+
+    fn init(_: &Options) {}
+
+    fn choose(ctx: &ArenaCtx<'_>, _: &(), _: usize) -> usize {
+        if let Some(arena) = ctx.thread_binding() {
+            return arena;
+        }
+        let arena = ctx.lease();
+        if ctx.bind_thread(arena) {
+            arena
+        } else {
+            ctx.release(arena);
+            0
+        }
+    }
+
+    fn thread_exit(ctx: &ArenaCtx<'_>, _: &(), arena: usize) {
+        for index in [arena, arena, MAX_ARENAS + 1, 0] {
+            ctx.release(index);
+        }
+    }
+}
+
+/// A policy's release of an index nobody holds changes nothing: each arena is back once, and
+/// as many threads again get the same arenas, each its own.
+#[test]
+fn the_pool_ignores_releases_of_arenas_nobody_holds() {
+    let h = heap::<CarelessExit>(0);
+    let first: BTreeSet<usize> = concurrent_arenas(&h, 4, 64).into_iter().collect();
+    assert_eq!(first.len(), 4);
+    assert_eq!(h.arenas_leased(), 0);
+    let second: BTreeSet<usize> = concurrent_arenas(&h, 4, 64).into_iter().collect();
+    assert_eq!(second, first);
+    assert_eq!(h.arenas_leased(), 0);
     h.check_invariants().unwrap();
 }

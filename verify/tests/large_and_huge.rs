@@ -1,10 +1,11 @@
 //! Exact checks of the engine's page-level decisions that the state machine only bounds:
 //! when an arena purges dirty pages and how far, resizing a large allocation where it is
-//! (growing into a free neighbour, shrinking in place), and the page map after a huge
-//! allocation shrinks, moves or is freed. Mutation testing found wrong versions of each
-//! surviving the suite (VERIFY.md, "Mutation testing"): an off-by-one purge threshold, a purge
-//! that never happens or goes too far, an in-place growth refused or a shrink that moves, a
-//! freed huge mapping still claimed by the page map.
+//! (growing into a free neighbour, shrinking in place), how many pages an aligned large
+//! request takes, and the page map after a huge allocation shrinks, moves or is freed.
+//! Mutation testing found wrong versions of each surviving the suite (VERIFY.md, "Mutation
+//! testing"): an off-by-one purge threshold, a purge that never happens or goes too far, an
+//! in-place growth refused or a shrink that moves, an aligned request asking a page too many,
+//! a freed huge mapping still claimed by the page map.
 //!
 //! Every test uses a fresh heap with one arena (`Single`, no thread cache), so page placement
 //! is the engine's alone: a new chunk hands out its pages from the lowest, and best fit takes
@@ -338,5 +339,52 @@ fn the_page_map_forgets_freed_shrunk_and_moved_huge_ranges() {
     unsafe { h.free(r) };
     assert!(!claims_any(&h, r as usize, 4 * CHUNK));
     assert_eq!(h.stats().huge_live, 0);
+    h.check_invariants().unwrap();
+}
+
+/// An aligned large request takes a free run of its pages plus `align / PAGE - 1`, the most
+/// trimming can cost, and no more: asking for one page too many passes over a run that fits,
+/// and at the largest aligned size a chunk can serve it runs past the chunk's end.
+#[test]
+fn an_aligned_large_allocation_fits_in_its_pages_plus_the_alignment_less_a_page() {
+    let h = heap(usize::MAX);
+    // A fresh chunk's pages from its third (the header takes two): `a` at chunk + 2 pages,
+    // `hole` at + 4 pages (both 2-page aligned, as the chunk is), `guard` after it.
+    let a = h.malloc(pages(2));
+    let hole = h.malloc(pages(7));
+    let guard = h.malloc(PAGE);
+    assert_eq!(hole as usize % pages(2), 0);
+    // SAFETY: a live allocation of `h`, freed once.
+    unsafe { h.free(hole) };
+    // 6 pages aligned to 2 pages: 7 pages are enough, and the 7 free pages before `guard` are
+    // the shortest run that long (the chunk's rest, after `guard`, is longer).
+    let p = h.allocate(pages(6), pages(2), false);
+    assert_eq!(
+        p, hole,
+        "best fit takes the 7-page hole for 6 pages aligned to 2"
+    );
+    assert_eq!(stats(&h).active_pages, 2 + 6 + 1);
+    h.check_invariants().unwrap();
+    for q in [a, p, guard] {
+        // SAFETY: as above.
+        unsafe { h.free(q) };
+    }
+    h.check_invariants().unwrap();
+
+    // The largest request aligned to 2 pages that stays large: all of a fresh chunk's pages
+    // but one, from its first usable page (aligned), the last page left free.
+    let h = heap(usize::MAX);
+    let big = h.allocate(pages(CHUNK_USABLE_PAGES - 1), pages(2), false);
+    assert!(h.arena_of(big).is_some(), "one page under a chunk is large");
+    assert_eq!(big as usize % CHUNK, pages(2));
+    let s = stats(&h);
+    assert_eq!((s.chunks, s.active_pages), (1, CHUNK_USABLE_PAGES - 1));
+    h.check_invariants().unwrap();
+    let last = h.malloc(PAGE);
+    assert_eq!(last, big.wrapping_add(pages(CHUNK_USABLE_PAGES - 1)));
+    for q in [big, last] {
+        // SAFETY: as above.
+        unsafe { h.free(q) };
+    }
     h.check_invariants().unwrap();
 }
