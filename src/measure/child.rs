@@ -353,9 +353,23 @@ pub fn wait_with_rusage(
         }
         false
     });
-    // First wait for the exit without reaping (WNOWAIT): until the watchdog has stopped, the
-    // child stays unreaped, so its pid cannot be reused under the watchdog's kill.
-    let exited = loop {
+    // First wait for the exit without reaping: until the watchdog has stopped, the child
+    // stays unreaped, so its pid cannot be reused under the watchdog's kill.
+    let exited = wait_unreaped(pid);
+    let _ = done.send(());
+    let killed = watchdog.join().unwrap_or(false);
+    exited?;
+    let reaped = reap(pid)?;
+    if killed {
+        return Err(format!("timed out after {} s", timeout.as_secs()));
+    }
+    Ok(reaped)
+}
+
+/// Blocks until the child `pid` has exited, leaving it unreaped (`WNOWAIT`): its pid stays
+/// ours, so a watchdog may still kill it safely.
+pub fn wait_unreaped(pid: libc::pid_t) -> Result<(), String> {
+    loop {
         // SAFETY: siginfo_t is plain old data; all-zero is valid.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: `info` is valid and writable; `pid` is our own child.
@@ -368,16 +382,17 @@ pub fn wait_with_rusage(
             )
         };
         if r == 0 {
-            break Ok(());
+            return Ok(());
         }
         let e = std::io::Error::last_os_error();
         if e.kind() != std::io::ErrorKind::Interrupted {
-            break Err(format!("waitid: {e}"));
+            return Err(format!("waitid: {e}"));
         }
-    };
-    let _ = done.send(());
-    let killed = watchdog.join().unwrap_or(false);
-    exited?;
+    }
+}
+
+/// Reaps the exited child `pid`: its wait status and resource usage.
+pub fn reap(pid: libc::pid_t) -> Result<(libc::c_int, libc::rusage), String> {
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain old data; all-zero is valid.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -385,9 +400,6 @@ pub fn wait_with_rusage(
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     if r != pid {
         return Err(format!("wait4: {}", std::io::Error::last_os_error()));
-    }
-    if killed {
-        return Err(format!("timed out after {} s", timeout.as_secs()));
     }
     Ok((status, usage))
 }

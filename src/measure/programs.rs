@@ -436,44 +436,17 @@ fn run_batch(
 const REPEATED_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Waits for `pid` to exit, then clears `current` and reaps it (in that order, under
-/// `current`'s lock: see `run_repeated`); its wait status and resource usage.
+/// `current`'s lock: see `run_batch`); its wait status and resource usage.
 fn wait_exited(
     pid: libc::pid_t,
     current: &std::sync::Mutex<libc::pid_t>,
 ) -> Result<(libc::c_int, libc::rusage), String> {
-    loop {
-        // SAFETY: siginfo_t is plain old data; all-zero is valid.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `info` is valid and writable; `pid` is our own child. WNOWAIT leaves it
-        // unreaped.
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if r == 0 {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(format!("waitid: {e}"));
-        }
-    }
+    super::child::wait_unreaped(pid)?;
     let mut guard = current.lock().unwrap_or_else(|e| e.into_inner());
     *guard = 0;
-    let mut status: libc::c_int = 0;
-    // SAFETY: rusage is plain old data; all-zero is valid.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `status` and `usage` are valid and writable; `pid` is our own exited child.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let reaped = super::child::reap(pid);
     drop(guard);
-    if r != pid {
-        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
-    }
-    Ok((status, usage))
+    reaped
 }
 
 /// The bytes of the last `VmHWM:  N kB` line in `stderr`.
