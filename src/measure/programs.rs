@@ -11,6 +11,7 @@ use super::schema::{Failure, Measurement, Metrics, Plan, Results, SCHEMA_VERSION
 use super::subjects::{SubjectEntry, SubjectKind};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Where Debian installs its allocators' shared libraries.
@@ -144,43 +145,55 @@ const STARTUP_C: &str =
 /// parent's clock and the scheduler's noise; the mean of 100 in a row is what is recorded.
 pub const STARTUP_RUNS: usize = 100;
 
-/// Compiles the start-up program into `dir` with the system's C compiler (`cc -O2
-/// -fno-builtin`: the call to `malloc` stays a call).
-pub fn startup_program(dir: &Path) -> Result<Program, String> {
+/// Writes `source` to `dir/NAME.c` and compiles it with the system's C compiler and `flags`
+/// into `dir/NAME`, the path returned; the compiler's complaint if it fails.
+pub fn compile_c(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let source = dir.join("startup.c");
-    let binary = dir.join("startup");
-    std::fs::write(&source, STARTUP_C).map_err(|e| format!("{}: {e}", source.display()))?;
+    let file = dir.join(format!("{name}.c"));
+    let binary = dir.join(name);
+    std::fs::write(&file, source).map_err(|e| format!("{}: {e}", file.display()))?;
     let out = Command::new("cc")
-        .args(["-O2", "-fno-builtin", "-o"])
+        .args(flags)
+        .arg("-o")
         .arg(&binary)
-        .arg(&source)
+        .arg(&file)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run the C compiler `cc`: {e}"))?;
     if !out.status.success() {
         return Err(format!(
             "cc could not compile {}: {}",
-            source.display(),
+            file.display(),
             tail(&String::from_utf8_lossy(&out.stderr), 400)
         ));
     }
-    Ok(Program {
+    Ok(binary)
+}
+
+/// The start-up program, to be built into `dir` by `build_startup` (only if it is to run:
+/// it needs a C compiler).
+pub fn startup_program(dir: &Path) -> Program {
+    Program {
         name: "startup".into(),
-        binary,
+        binary: dir.join("startup"),
         args: vec![],
         env: vec![],
         reports_hwm: false,
         runs: STARTUP_RUNS,
-    })
+    }
 }
 
-/// Keeps the programs `keep` names (`NAME` or `program:NAME`); a name that is not among
-/// `available` (every program this machine could run) is an error that lists them.
+/// Compiles the start-up program into `dir` (`-fno-builtin`: the call to `malloc` stays a
+/// call).
+pub fn build_startup(dir: &Path) -> Result<(), String> {
+    compile_c(dir, "startup", STARTUP_C, &["-O2", "-fno-builtin"]).map(drop)
+}
+
+/// Keeps the programs `keep` names; a name that is not among `programs` (every program this
+/// machine could run) is an error that lists them.
 fn select_programs(
     programs: Vec<Program>,
     keep: Option<&[String]>,
-    available: &[String],
 ) -> Result<Vec<Program>, String> {
     let Some(keep) = keep else {
         return Ok(programs);
@@ -190,7 +203,8 @@ fn select_programs(
         .map(|k| k.strip_prefix("program:").unwrap_or(k))
         .collect();
     for n in &names {
-        if !available.iter().any(|a| a == n) {
+        if !programs.iter().any(|p| p.name == *n) {
+            let available: Vec<&str> = programs.iter().map(|p| p.name.as_str()).collect();
             return Err(format!(
                 "`{n}` is not a program here (available: {})",
                 available.join(", ")
@@ -292,7 +306,7 @@ fn command(program: &Program, preload: &Preload, env_pad: usize) -> Command {
 
 fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, String> {
     if program.runs > 1 {
-        return run_repeated(program, preload, env_pad);
+        return run_batch(program, preload, env_pad, BATCH_TIMEOUT);
     }
     let mut cmd = command(program, preload, env_pad);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -341,12 +355,7 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
 /// process. It has no resident sizes: the program is too small to report its own, and
 /// `wait4`'s maximum for it is the spawning process's size (see `Program::reports_hwm`), the
 /// same for every allocator. Any process that does not exit with 0 fails the measurement, and
-/// so does a batch that runs past `REPEATED_TIMEOUT`.
-fn run_repeated(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, String> {
-    run_batch(program, preload, env_pad, REPEATED_TIMEOUT)
-}
-
-/// `run_repeated` with the batch's time limit.
+/// so does a batch that runs past `timeout` (its process is killed).
 fn run_batch(
     program: &Program,
     preload: &Preload,
@@ -356,64 +365,38 @@ fn run_batch(
     let mut cmd = command(program, preload, env_pad);
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
     // One watchdog for the whole batch, not one thread per process: a thread started and
-    // joined around each process would be timed with it. `current` is the process running
-    // (0 between processes); it is cleared under its lock before the process is reaped, so
-    // the watchdog can never kill a reaped (and perhaps reused) process id.
-    let current = std::sync::Mutex::new(0 as libc::pid_t);
-    let expired = std::sync::atomic::AtomicBool::new(false);
+    // joined around each process would be timed with it.
+    let state = Mutex::new(Batch::Between);
     let (done, stop) = std::sync::mpsc::channel::<()>();
-    let (mut wall, mut user, mut sys) = (0.0, 0.0, 0.0);
-    let ran = std::thread::scope(|scope| {
-        let (watched, expiry) = (&current, &expired);
+    let totals = std::thread::scope(|scope| {
+        let watched = &state;
         scope.spawn(move || {
             if stop.recv_timeout(timeout) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
-                let pid = watched.lock().unwrap_or_else(|e| e.into_inner());
-                expiry.store(true, std::sync::atomic::Ordering::SeqCst);
-                if *pid != 0 {
-                    // SAFETY: kill has no memory-safety preconditions; `pid` is our child,
-                    // not reaped yet (it is reaped only after `current` is cleared, under
-                    // the lock this thread holds).
-                    unsafe { libc::kill(*pid, libc::SIGKILL) };
+                let mut s = watched.lock().unwrap_or_else(|e| e.into_inner());
+                if let Batch::Running(pid) = *s {
+                    // SAFETY: kill has no memory-safety preconditions; `pid` is our child and
+                    // not reaped yet (`wait_exited` reaps only once it is no longer Running,
+                    // under this lock).
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
                 }
+                *s = Batch::Expired;
             }
         });
-        let result = (|| {
-            for i in 0..program.runs {
-                if expired.load(std::sync::atomic::Ordering::SeqCst) {
-                    break;
-                }
-                let start = Instant::now();
-                let child = cmd
-                    .spawn()
-                    .map_err(|e| format!("cannot start {}: {e}", program.binary.display()))?;
-                let pid = child.id() as libc::pid_t;
-                *current.lock().unwrap_or_else(|e| e.into_inner()) = pid;
-                let (status, usage) = wait_exited(pid, &current)?;
-                wall += start.elapsed().as_secs_f64();
-                if !exited_zero(status) {
-                    return Err(format!(
-                        "run {} of {}: {}",
-                        i + 1,
-                        program.runs,
-                        describe_status(status)
-                    ));
-                }
-                user += timeval(usage.ru_utime);
-                sys += timeval(usage.ru_stime);
-            }
-            Ok(())
-        })();
+        let totals = run_processes(&mut cmd, program, &state);
         let _ = done.send(());
-        result
+        totals
     });
-    if expired.load(std::sync::atomic::Ordering::SeqCst) {
+    if matches!(
+        *state.lock().unwrap_or_else(|e| e.into_inner()),
+        Batch::Expired
+    ) {
         return Err(format!(
             "{} runs took longer than {:.1} s",
             program.runs,
             timeout.as_secs_f64()
         ));
     }
-    ran?;
+    let (wall, user, sys) = totals?;
     let n = program.runs as f64;
     Ok(Ran {
         stdout: String::new(),
@@ -432,20 +415,79 @@ fn run_batch(
     })
 }
 
-/// How long a batch of `run_repeated` may take.
-const REPEATED_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a batch of `run_batch` may take in a measurement.
+const BATCH_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Waits for `pid` to exit, then clears `current` and reaps it (in that order, under
-/// `current`'s lock: see `run_batch`); its wait status and resource usage.
+/// Where a batch is, for its watchdog: which process to kill, if any.
+enum Batch {
+    /// No process alive.
+    Between,
+    /// This process is alive, or exited and not yet reaped (its pid is still ours).
+    Running(libc::pid_t),
+    /// The time is up: no more processes.
+    Expired,
+}
+
+/// Runs `cmd` `program.runs` times, each process awaited before the next; the summed wall,
+/// user and system seconds. Stops early (with no error: the caller sees `Expired`) when the
+/// watchdog has expired the batch.
+fn run_processes(
+    cmd: &mut Command,
+    program: &Program,
+    state: &Mutex<Batch>,
+) -> Result<(f64, f64, f64), String> {
+    let (mut wall, mut user, mut sys) = (0.0, 0.0, 0.0);
+    for i in 0..program.runs {
+        let start = Instant::now();
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", program.binary.display()))?;
+        let pid = child.id() as libc::pid_t;
+        {
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            if let Batch::Expired = *s {
+                // Expired while this process was being started: it is killed here instead.
+                // SAFETY: kill has no memory-safety preconditions; `pid` is our unreaped child.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            } else {
+                *s = Batch::Running(pid);
+            }
+        }
+        let (status, usage) = wait_exited(pid, state)?;
+        wall += start.elapsed().as_secs_f64();
+        if matches!(
+            *state.lock().unwrap_or_else(|e| e.into_inner()),
+            Batch::Expired
+        ) {
+            break;
+        }
+        if !exited_zero(status) {
+            return Err(format!(
+                "run {} of {}: {}",
+                i + 1,
+                program.runs,
+                describe_status(status)
+            ));
+        }
+        user += timeval(usage.ru_utime);
+        sys += timeval(usage.ru_stime);
+    }
+    Ok((wall, user, sys))
+}
+
+/// Waits for `pid` to exit, then, under `state`'s lock, marks the batch between processes
+/// (unless it expired) and reaps it: the watchdog never sees a reaped, perhaps reused, pid.
 fn wait_exited(
     pid: libc::pid_t,
-    current: &std::sync::Mutex<libc::pid_t>,
+    state: &Mutex<Batch>,
 ) -> Result<(libc::c_int, libc::rusage), String> {
     super::child::wait_unreaped(pid)?;
-    let mut guard = current.lock().unwrap_or_else(|e| e.into_inner());
-    *guard = 0;
+    let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+    if let Batch::Running(_) = *s {
+        *s = Batch::Between;
+    }
     let reaped = super::child::reap(pid);
-    drop(guard);
+    drop(s);
     reaped
 }
 
@@ -543,30 +585,15 @@ pub fn add_library_subjects(
 ) -> Result<(), String> {
     for l in libs {
         let flag = format!("--preload {}={}", l.name, l.path.display());
-        if preloads.iter().any(|p| p.name == l.name) {
-            return Err(format!(
-                "{flag}: the name `{}` is taken (pick another)",
-                l.name
-            ));
-        }
+        name_free(preloads, &flag, &l.name)?;
         let path = std::fs::canonicalize(&l.path)
             .ok()
             .filter(|p| p.is_file())
             .ok_or_else(|| format!("{flag}: no such file"))?;
-        let probe = Path::new("/bin/true");
-        if probe.exists() {
-            let out = Command::new(probe)
-                .env("LD_PRELOAD", &path)
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| format!("cannot start /bin/true to check --preload: {e}"))?;
-            let err = String::from_utf8_lossy(&out.stderr);
-            if !out.status.success() || err.contains("cannot be preloaded") {
-                return Err(format!(
-                    "{flag}: the dynamic loader does not preload it: {}",
-                    err.trim()
-                ));
-            }
+        if let Some(why) = refused(&path, &[], &flag)? {
+            return Err(format!(
+                "{flag}: the dynamic loader does not preload it: {why}"
+            ));
         }
         preloads.push(Preload {
             name: l.name.clone(),
@@ -576,6 +603,36 @@ pub fn add_library_subjects(
         });
     }
     Ok(())
+}
+
+/// An error if a subject of `preloads` is already called `name` (`flag` is the option that
+/// asked for it, for the message).
+fn name_free(preloads: &[Preload], flag: &str, name: &str) -> Result<(), String> {
+    if preloads.iter().any(|p| p.name == name) {
+        return Err(format!("{flag}: the name `{name}` is taken (pick another)"));
+    }
+    Ok(())
+}
+
+/// Starts `/bin/true` with `library` preloaded and `env` set: why it was refused (the
+/// program failed, or the dynamic loader ignored the library, which it says on stderr while
+/// the program still succeeds), or `None`. Not checked where there is no `/bin/true`.
+fn refused(library: &Path, env: &[(&str, &str)], flag: &str) -> Result<Option<String>, String> {
+    let probe = Path::new("/bin/true");
+    if !probe.exists() {
+        return Ok(None);
+    }
+    let out = Command::new(probe)
+        .env("LD_PRELOAD", library)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start /bin/true to check {flag}: {e}"))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    Ok(
+        (!out.status.success() || err.contains("cannot be preloaded"))
+            .then(|| err.trim().to_string()),
+    )
 }
 
 /// Adds a preload for each of `confs` (liballoclab.so at `so`) to `preloads`. A name already
@@ -595,30 +652,12 @@ pub fn add_conf_subjects(
         ));
     };
     for c in confs {
-        if preloads.iter().any(|p| p.name == c.name) {
-            return Err(format!(
-                "--preload-conf {}={}: the name `{}` is taken (pick another)",
-                c.name, c.conf, c.name
-            ));
-        }
+        let flag = format!("--preload-conf {}={}", c.name, c.conf);
+        name_free(preloads, &flag, &c.name)?;
         // `abort_conf` anywhere in the string makes every bad entry fatal.
         let conf = format!("abort_conf:true,{}", c.conf);
-        let probe = Path::new("/bin/true");
-        if probe.exists() {
-            let out = Command::new(probe)
-                .env("LD_PRELOAD", so)
-                .env("ALLOCLAB_CONF", &conf)
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| format!("cannot start /bin/true to check --preload-conf: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "--preload-conf {}={}: liballoclab.so refuses it: {}",
-                    c.name,
-                    c.conf,
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
-            }
+        if let Some(why) = refused(so, &[("ALLOCLAB_CONF", &conf)], &flag)? {
+            return Err(format!("{flag}: liballoclab.so refuses it: {why}"));
         }
         preloads.push(Preload {
             name: c.name.clone(),
@@ -644,17 +683,17 @@ pub fn run_programs(
         .filter(|p| p.binary.exists())
         .collect();
     let scratch = std::env::temp_dir().join(format!("alloclab-programs-{}", std::process::id()));
-    let ran = startup_program(&scratch)
-        .map_err(|e| format!("the start-up program: {e}"))
-        .and_then(|startup| {
-            programs.push(startup);
-            let available: Vec<String> = programs.iter().map(|p| p.name.clone()).collect();
-            let programs = select_programs(programs, opts.workloads.as_deref(), &available)?;
-            let mut preloads = preloads(entries);
-            add_conf_subjects(&mut preloads, confs, liballoclab().as_deref())?;
-            add_library_subjects(&mut preloads, libs)?;
-            run_with(&programs, preloads, opts)
-        });
+    programs.push(startup_program(&scratch));
+    let ran = (|| {
+        let programs = select_programs(programs, opts.workloads.as_deref())?;
+        if programs.iter().any(|p| p.name == "startup") {
+            build_startup(&scratch).map_err(|e| format!("the start-up program: {e}"))?;
+        }
+        let mut preloads = preloads(entries);
+        add_conf_subjects(&mut preloads, confs, liballoclab().as_deref())?;
+        add_library_subjects(&mut preloads, libs)?;
+        run_with(&programs, preloads, opts)
+    })();
     let _ = std::fs::remove_dir_all(&scratch);
     ran
 }
@@ -768,8 +807,9 @@ pub fn run_with(
 #[cfg(test)]
 mod tests {
     use super::{
-        add_conf_subjects, add_library_subjects, peer_preloads, reported_hwm, run_batch, run_one,
-        select_programs, startup_program, ConfSubject, LibrarySubject, Program, STARTUP_RUNS,
+        add_conf_subjects, add_library_subjects, build_startup, peer_preloads, reported_hwm,
+        run_batch, run_one, select_programs, startup_program, ConfSubject, LibrarySubject, Program,
+        STARTUP_RUNS,
     };
     use std::path::Path;
     use std::time::{Duration, Instant};
@@ -782,7 +822,8 @@ mod tests {
     fn the_startup_program_builds_runs_and_averages_its_runs() {
         let dir =
             std::env::temp_dir().join(format!("alloclab-startup-test-{}", std::process::id()));
-        let mut p = startup_program(&dir).unwrap();
+        build_startup(&dir).unwrap();
+        let mut p = startup_program(&dir);
         assert_eq!((p.name.as_str(), p.runs), ("startup", STARTUP_RUNS));
         p.runs = 3;
         let glibc = &peer_preloads()[0];
@@ -891,23 +932,24 @@ mod tests {
             reports_hwm: false,
             runs: 1,
         };
-        let all = || vec![program("python3"), program("startup"), program("perl")];
-        let available = [
-            "python3".to_string(),
-            "startup".into(),
-            "perl".into(),
-            "lua5.4".into(),
-        ];
+        let all = || {
+            vec![
+                program("python3"),
+                program("startup"),
+                program("perl"),
+                program("lua5.4"),
+            ]
+        };
         assert_eq!(
-            names(&select_programs(all(), None, &available).unwrap()),
-            ["python3", "startup", "perl"]
+            names(&select_programs(all(), None).unwrap()),
+            ["python3", "startup", "perl", "lua5.4"]
         );
         let keep = ["program:startup".to_string(), "perl".into()];
         assert_eq!(
-            names(&select_programs(all(), Some(&keep), &available).unwrap()),
+            names(&select_programs(all(), Some(&keep)).unwrap()),
             ["startup", "perl"]
         );
-        let e = select_programs(all(), Some(&["ruby".to_string()]), &available)
+        let e = select_programs(all(), Some(&["ruby".to_string()]))
             .err()
             .unwrap();
         assert!(

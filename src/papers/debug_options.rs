@@ -9,10 +9,11 @@
 //! reads from `/proc/self/status` before it exits.
 
 use super::{Grid, Question, Study};
-use crate::measure::programs::{liballoclab, peer_preloads, Preload, Program, LIBALLOCLAB_HINT};
+use crate::measure::programs::{
+    compile_c, liballoclab, peer_preloads, Preload, Program, LIBALLOCLAB_HINT,
+};
 use crate::measure::subjects::SubjectEntry;
 use std::path::Path;
-use std::process::Command;
 
 /// The seed's program, which then writes its own peak resident size (the `VmHWM:` line of
 /// `/proc/self/status`) to stderr, with system calls only: no further allocation.
@@ -55,23 +56,7 @@ fn programs(dir: &Path) -> Result<(Vec<Program>, Vec<Preload>), String> {
     let Some(so) = liballoclab() else {
         return Err(format!("liballoclab.so not found: {LIBALLOCLAB_HINT}"));
     };
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let source = dir.join("tiny-malloc.c");
-    let binary = dir.join("tiny-malloc");
-    std::fs::write(&source, TINY_C).map_err(|e| format!("{}: {e}", source.display()))?;
-    let status = Command::new("cc")
-        .arg("-O2")
-        .arg("-o")
-        .arg(&binary)
-        .arg(&source)
-        .status()
-        .map_err(|e| format!("cannot run the C compiler `cc`: {e}"))?;
-    if !status.success() {
-        return Err(format!(
-            "cc could not compile {}: {status}",
-            source.display()
-        ));
-    }
+    let binary = compile_c(dir, "tiny-malloc", TINY_C, &["-O2"])?;
     let mut preloads = peer_preloads();
     for (name, conf) in ALLOCLAB {
         preloads.push(Preload {
