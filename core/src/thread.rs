@@ -291,8 +291,8 @@ pub struct ArenaPool {
 struct PoolInner {
     free: [u16; MAX_ARENAS],
     nfree: usize,
+    /// Indices `1..next_unused` have been made; each is either free or held.
     next_unused: usize,
-    leased: usize,
     /// Live threads holding each index: past `MAX_ARENAS` threads share indices, and a
     /// sharer's release must not free an index its leaseholder (or another sharer) still uses.
     holders: [u16; MAX_ARENAS],
@@ -331,7 +331,6 @@ impl ArenaPool {
                 free: [0; MAX_ARENAS],
                 nfree: 0,
                 next_unused: 1,
-                leased: 0,
                 holders: [0; MAX_ARENAS],
             }),
             live: UnsafeCell::new(LiveHeap {
@@ -420,9 +419,9 @@ impl ArenaPool {
         self.inner.with_mut(|p| f(unsafe { &mut *p }))
     }
 
-    /// Indices currently leased to live threads.
+    /// Indices currently leased to live threads: every index made and not free.
     pub fn leased(&self) -> usize {
-        self.with(|p| p.leased)
+        self.with(|p| p.next_unused - 1 - p.nfree)
     }
 
     /// Takes the pool lock (for `fork`).
@@ -542,11 +541,9 @@ impl<'a> ArenaCtx<'a> {
         self.pool.with(|p| {
             let i = if p.nfree > 0 {
                 p.nfree -= 1;
-                p.leased += 1;
                 p.free[p.nfree] as usize
             } else if p.next_unused < MAX_ARENAS {
                 p.next_unused += 1;
-                p.leased += 1;
                 p.next_unused - 1
             } else {
                 1 + thread_key() / 64 % (MAX_ARENAS - 1)
@@ -566,7 +563,6 @@ impl<'a> ArenaCtx<'a> {
             }
             p.holders[index] -= 1;
             if p.holders[index] == 0 {
-                p.leased -= 1;
                 p.free[p.nfree] = index as u16;
                 p.nfree += 1;
             }
