@@ -11,10 +11,10 @@
 # prints the wall-time rows and the minor page faults of one run of the program per allocator
 # (a `posix_spawn`ed child's `wait4` count: a fork would count the parent's copy-on-write
 # faults too). Beside the allocators, `empty` preloads a library that does nothing: what
-# preloading costs before any allocator code runs. Needs release builds of the command and of liballoclab.so (`cargo build
-# --release -p alloclab -p liballoclab`), a C compiler, and Debian's libjemalloc2 and
-# libmimalloc2.0 (subjects that are missing are left out). Run it on a quiet machine: it
-# measures the whole machine.
+# preloading costs before any allocator code runs. Needs release builds of the command and of
+# liballoclab.so (`cargo build --release -p alloclab -p liballoclab`), a C compiler, and
+# Debian's libjemalloc2 and libmimalloc2.0 (subjects that are missing are left out). Run it on
+# a quiet machine: it measures the whole machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-41}

@@ -353,17 +353,8 @@ impl ArenaChoice for CarelessExit {
 
     fn init(_: &Options) {}
 
-    fn choose(ctx: &ArenaCtx<'_>, _: &(), _: usize) -> usize {
-        if let Some(arena) = ctx.thread_binding() {
-            return arena;
-        }
-        let arena = ctx.lease();
-        if ctx.bind_thread(arena) {
-            arena
-        } else {
-            ctx.release(arena);
-            0
-        }
+    fn choose(ctx: &ArenaCtx<'_>, state: &(), size: usize) -> usize {
+        <ThreadLocal as ArenaChoice>::choose(ctx, state, size)
     }
 
     fn thread_exit(ctx: &ArenaCtx<'_>, _: &(), arena: usize) {
