@@ -145,8 +145,9 @@ fn overflows_past_small_allocations_are_reported_on_free() {
         assert_eq!(h.usable_size(p), Ok(size), "the canary follows the request");
         let out = expect_abort(|| {
             // SAFETY: the misuse under test: a write past the end (inside the region).
+            // Not a zero: the canary's first byte is one, so that strings end there.
             unsafe {
-                p.add(off).write(0);
+                p.add(off).write(1);
                 h.free(p);
             }
         });
@@ -520,4 +521,196 @@ fn checks_compiled_in_but_off_keep_the_thread_cache() {
     // SAFETY: live, freed once.
     unsafe { h.free(p) };
     h.check_invariants().unwrap();
+}
+
+// ---- realloc in place ---------------------------------------------------------------------
+
+/// A canary heap of config `C` (with or without a thread cache in its type).
+fn canaries<C: Config>(extra: Safety) -> Heap<C> {
+    Heap::with_options(Options {
+        safety: Safety {
+            canary: true,
+            ..extra
+        },
+        ..Options::DEFAULT
+    })
+}
+
+/// Grows and shrinks one allocation within its size class through `realloc_c`, writing every
+/// byte it may use each time, then frees it: the canary must follow the size (issue 22:
+/// python3 died at start-up under the hardened profile when it did not on the cached path).
+fn realloc_within_the_class<C: Config>(h: &Heap<C>) {
+    let mut p = h.malloc(600);
+    for n in (601..=700).chain((500..=700).rev()) {
+        // SAFETY: `p` is live; the result replaces it.
+        p = unsafe { h.realloc_c(p, n) };
+        assert!(!p.is_null());
+        assert_eq!(h.usable_size(p), Ok(n), "the canary follows the new size");
+        // SAFETY: `n` bytes live.
+        unsafe { p.write_bytes(0x5a, n) };
+    }
+    // SAFETY: live.
+    unsafe { h.free(p) };
+    h.check_invariants().unwrap();
+}
+
+#[test]
+fn realloc_in_place_moves_the_canary_with_and_without_a_thread_cache() {
+    for extra in [Safety::OFF, Safety::HARDENED, Safety::DEBUG] {
+        realloc_within_the_class(&canaries::<Checked>(extra));
+        realloc_within_the_class(&canaries::<CheckedCached>(extra));
+    }
+}
+
+#[test]
+fn realloc_in_place_still_reports_an_overflow_made_before_it() {
+    let h = canaries::<CheckedCached>(Safety::OFF);
+    let p = h.malloc(600);
+    let out = expect_abort(|| {
+        // SAFETY: the misuse under test: a write one past the end, then a resize in place.
+        unsafe {
+            p.add(600).write(1);
+            let _ = h.realloc_c(p, 604);
+        }
+    });
+    starts_with(
+        &out,
+        &format!(
+            "alloclab: heap overflow: the allocation of 600 bytes at {:#x} was written at offset 600 (1 past its end), found when it was reallocated",
+            p as usize
+        ),
+    );
+}
+
+#[test]
+fn a_shrunk_allocation_reports_a_write_past_its_new_end() {
+    let h = canaries::<CheckedCached>(Safety::OFF);
+    let p = h.malloc(600);
+    // SAFETY: live; shrunk within its class.
+    let q = unsafe { h.realloc_c(p, 590) };
+    assert_eq!(q, p, "within the class: in place");
+    let out = expect_abort(|| {
+        // SAFETY: the misuse under test: a write past the new end, inside the old one.
+        unsafe {
+            q.add(595).write(1);
+            h.free(q);
+        }
+    });
+    starts_with(
+        &out,
+        &format!(
+            "alloclab: heap overflow: the allocation of 590 bytes at {:#x} was written at offset 595 (6 past its end), found when it was freed",
+            p as usize
+        ),
+    );
+}
+
+#[test]
+fn junk_fills_what_a_growth_in_place_adds() {
+    let h = canaries::<Checked>(Safety {
+        junk: true,
+        ..Safety::OFF
+    });
+    let p = h.malloc(600);
+    // SAFETY: 600 bytes live.
+    unsafe { p.write_bytes(1, 600) };
+    // SAFETY: live; grown within its class.
+    let q = unsafe { h.realloc_c(p, 610) };
+    assert_eq!(q, p, "within the class: in place");
+    // SAFETY: 610 bytes live.
+    let bytes = unsafe { std::slice::from_raw_parts(q, 610) };
+    assert!(bytes[..600].iter().all(|&b| b == 1));
+    assert!(
+        bytes[600..]
+            .iter()
+            .all(|&b| b == alloclab::safety::JUNK_BYTE),
+        "{:?}",
+        &bytes[600..]
+    );
+    // SAFETY: live.
+    unsafe { h.free(q) };
+}
+
+mod realloc_sequences {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Malloc(usize),
+        /// Resize the live allocation at this index (modulo) to this size.
+        Realloc(usize, usize),
+        Free(usize),
+    }
+
+    /// Sizes around small class boundaries, where resizes stay in place most often.
+    fn size() -> impl Strategy<Value = usize> {
+        prop_oneof![1usize..64, 500usize..720, 3000usize..4200, 4200usize..20000]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            2 => size().prop_map(Op::Malloc),
+            5 => (any::<usize>(), size()).prop_map(|(i, n)| Op::Realloc(i, n)),
+            2 => any::<usize>().prop_map(Op::Free),
+        ]
+    }
+
+    /// Runs `ops`, writing every usable byte of each allocation after each step and checking
+    /// the bytes a resize keeps; any canary left behind aborts the process at the free.
+    fn play<C: Config>(h: &Heap<C>, ops: &[Op]) {
+        let mut live: Vec<(*mut u8, usize, u8)> = Vec::new();
+        for (step, op) in ops.iter().enumerate() {
+            let tag = step as u8;
+            match *op {
+                Op::Malloc(n) => {
+                    let p = h.malloc(n);
+                    assert!(!p.is_null());
+                    // SAFETY: `n` bytes just allocated.
+                    unsafe { p.write_bytes(tag, n) };
+                    live.push((p, n, tag));
+                }
+                Op::Realloc(i, n) if !live.is_empty() => {
+                    let (p, old, t) = live.swap_remove(i % live.len());
+                    // SAFETY: live; the result replaces it.
+                    let q = unsafe { h.realloc_c(p, n) };
+                    assert!(!q.is_null());
+                    // Small: exactly the request (the canary follows it); large: its pages.
+                    let usable = h.usable_size(q).unwrap();
+                    assert!(usable == n || (n > 3000 && usable >= n), "{n}: {usable}");
+                    // SAFETY: `n` bytes live, of which `min(old, n)` kept.
+                    unsafe {
+                        let kept = std::slice::from_raw_parts(q, old.min(n));
+                        assert!(kept.iter().all(|&b| b == t), "bytes lost by a resize");
+                        q.write_bytes(tag, n);
+                    }
+                    live.push((q, n, tag));
+                }
+                Op::Free(i) if !live.is_empty() => {
+                    let (p, _, _) = live.swap_remove(i % live.len());
+                    // SAFETY: live.
+                    unsafe { h.free(p) };
+                }
+                _ => {}
+            }
+        }
+        for (p, _, _) in live {
+            // SAFETY: live.
+            unsafe { h.free(p) };
+        }
+        h.check_invariants().unwrap();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn writes_to_the_end_after_any_resize_are_never_an_overflow(
+            ops in proptest::collection::vec(op(), 1..120)
+        ) {
+            play(&canaries::<CheckedCached>(Safety::OFF), &ops);
+            play(&canaries::<Checked>(Safety::OFF), &ops);
+            play(&canaries::<CheckedCached>(Safety::HARDENED), &ops);
+        }
+    }
 }

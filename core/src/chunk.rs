@@ -81,6 +81,12 @@ impl PageBits {
     pub fn run_offset(self) -> usize {
         (self.0 >> FIELD_A_SHIFT) & FIELD_MASK
     }
+    /// On the head page of a large allocation made with a debug option on: the bytes it holds
+    /// past the request (`None`: not recorded). For sized-deallocation checks.
+    #[inline(always)]
+    pub fn slack(self) -> Option<usize> {
+        ((self.0 >> FIELD_B_SHIFT) & FIELD_MASK).checked_sub(1)
+    }
     /// See [`PageEntry::bin`].
     #[inline(always)]
     pub fn bin(self) -> usize {
@@ -134,6 +140,13 @@ impl PageEntry {
     #[inline(always)]
     pub fn large_bits(len: usize, head: bool) -> usize {
         LARGE | (len << FIELD_A_SHIFT) | if head { HEAD } else { 0 }
+    }
+    /// Records `slack` (see [`PageBits::slack`]) on a large allocation's head page; a slack
+    /// too large for the field is left unrecorded.
+    #[inline(always)]
+    pub fn record_slack(&mut self, slack: usize) {
+        let field = if slack < FIELD_MASK { slack + 1 } else { 0 };
+        self.bits = (self.bits & !(FIELD_MASK << FIELD_B_SHIFT)) | (field << FIELD_B_SHIFT);
     }
 }
 

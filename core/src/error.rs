@@ -31,6 +31,16 @@ impl FreeError {
             FreeError::NotAllocated => "pointer not allocated (its pages are free)",
         }
     }
+
+    /// The description for a call that uses the allocation rather than freeing it
+    /// (`realloc`, `malloc_usable_size`): a freed pointer there is a use after free, not a
+    /// double free.
+    pub fn in_use(self) -> &'static str {
+        match self {
+            FreeError::Freed => "pointer was freed",
+            e => e.describe(),
+        }
+    }
 }
 
 impl fmt::Display for FreeError {

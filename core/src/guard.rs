@@ -25,6 +25,8 @@ pub(crate) struct LargeAt {
     pub usable: usize,
     /// Whether its last page is a guard page.
     pub guarded: bool,
+    /// The size it was requested with, where recorded (`PageBits::slack`).
+    pub request: Option<usize>,
 }
 
 /// The large allocation whose head page is `page` (entry `e`), if `addr` is its start. With
@@ -58,6 +60,9 @@ pub(crate) unsafe fn large_at(
                 start: addr,
                 usable: (pages - 1) * PAGE - off,
                 guarded: true,
+                request: e
+                    .slack()
+                    .and_then(|n| ((pages - 1) * PAGE - off).checked_sub(n)),
             });
         }
     }
@@ -69,7 +74,24 @@ pub(crate) unsafe fn large_at(
         start: head,
         usable: pages * PAGE,
         guarded: false,
+        request: e.slack().and_then(|n| (pages * PAGE).checked_sub(n)),
     })
+}
+
+/// Records that the large allocation headed at `page`, whose program bytes start at `start`
+/// and end at `end`, was requested as `size` bytes (`size <= end - start`).
+///
+/// # Safety
+/// `page` heads a live large allocation of our chunk, under the arena lock.
+pub(crate) unsafe fn record_request(
+    chunk: *mut ChunkHeader,
+    page: usize,
+    start: usize,
+    end: usize,
+    size: usize,
+) {
+    // SAFETY: per the contract.
+    unsafe { (*ChunkHeader::entry(chunk, page)).record_slack((end - start).saturating_sub(size)) };
 }
 
 /// Turns the last of the `pages` pages just allocated at `page` into a guard page for a

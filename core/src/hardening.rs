@@ -84,6 +84,17 @@ impl<C: Config> ArenaInner<C> {
         C::DEBUG.contains(DebugCaps::QUARANTINE) && self.safety.quarantine > 0
     }
 
+    /// Whether the small region at `addr` of `size` bytes, live as far as its run knows, is
+    /// held in the quarantine: freed.
+    pub(crate) fn held_small(&self, addr: usize, size: usize) -> bool {
+        self.quarantine_on() && self.maybe_held(addr, size) && self.quarantine.contains(addr)
+    }
+
+    /// Whether the large allocation headed at `head` is held in the quarantine: freed.
+    pub(crate) fn held_large(&self, head: usize) -> bool {
+        self.quarantine_on() && self.quarantine.contains(head)
+    }
+
     /// The debug side of freeing the live small region at `addr` of `size` bytes: refuses a
     /// second free of a held region, checks the canary, fills, and holds the region. Returns
     /// `Some` if the free is done (held) or refused; `None` if the region is to be put back now.
@@ -95,12 +106,12 @@ impl<C: Config> ArenaInner<C> {
         addr: usize,
         size: usize,
     ) -> Option<Result<(), FreeError>> {
-        if self.quarantine_on() && self.maybe_held(addr, size) && self.quarantine.contains(addr) {
+        if self.held_small(addr, size) {
             return Some(Err(FreeError::Freed));
         }
         if C::DEBUG.contains(DebugCaps::CANARY) && self.safety.canary {
             // SAFETY: per the contract; every small region has a canary when canaries are on.
-            unsafe { checks::check_canary(addr, size) };
+            unsafe { checks::check_canary(addr, size, "freed") };
         }
         if C::DEBUG.intersects(FILLS) {
             if let Some((byte, len)) = self.safety.fill(size) {
@@ -128,7 +139,7 @@ impl<C: Config> ArenaInner<C> {
         at: LargeAt,
     ) -> Result<(), FreeError> {
         let head = ChunkHeader::page_addr(chunk, page);
-        if self.quarantine_on() && self.quarantine.contains(head) {
+        if self.held_large(head) {
             return Err(FreeError::Freed);
         }
         if C::DEBUG.intersects(FILLS) {

@@ -485,14 +485,21 @@ impl<C: Config> Heap<C> {
                 let pages = pages + usize::from(guarded);
                 let p = a.with(|inner| {
                     let p = inner.alloc_large(pages, align, zero, a, a.index(), &s.map);
-                    if guarded && !p.is_null() {
-                        let chunk = ChunkHeader::of(p as usize);
-                        let page = ChunkHeader::page_index(p as usize);
+                    if p.is_null() {
+                        return p;
+                    }
+                    let chunk = ChunkHeader::of(p as usize);
+                    let page = ChunkHeader::page_index(p as usize);
+                    let mut start = p as usize;
+                    if guarded {
                         // SAFETY: a large allocation of `pages >= 2` pages just made, under
                         // the lock.
-                        return unsafe { guard::arm(chunk, page, pages, size, align) } as *mut u8;
+                        start = unsafe { guard::arm(chunk, page, pages, size, align) };
                     }
-                    p
+                    let end = p as usize + (pages - usize::from(guarded)) * PAGE;
+                    // SAFETY: as above; `size` fits between `start` and `end`.
+                    unsafe { guard::record_request(chunk, page, start, end, size) };
+                    start as *mut u8
                 });
                 if C::DEBUG.contains(DebugCaps::JUNK) && safety.junk && !zero && !p.is_null() {
                     // SAFETY: a fresh allocation of at least `size` bytes.
@@ -543,16 +550,26 @@ impl<C: Config> Heap<C> {
                 // SAFETY: the page map says `chunk` is one of our live chunks; its arena field
                 // is fixed for the chunk's life.
                 let arena = unsafe { &*((*chunk).arena as *const Arena<C>) };
-                arena.with(|_| {
+                arena.with(|inner| {
                     // SAFETY: our chunk, under its arena's lock.
                     let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
+                    // Taken from its run but freed all the same: in a thread's cache (its
+                    // mark) or held in the quarantine.
+                    let freed = |held: bool| if held { Err(FreeError::Freed) } else { Ok(()) };
                     match e.kind() {
                         // SAFETY: a SMALL entry of our chunk, under the lock.
                         SMALL => unsafe { ArenaInner::<C>::small_usable(chunk, page, e, addr) }
-                            .map(|usable| Live::Small { usable }),
+                            .and_then(|usable| {
+                                // SAFETY: a region taken from its run (just validated).
+                                freed(C::Front::CACHE && unsafe { s.caches.marked(addr) })?;
+                                freed(inner.held_small(addr, usable))?;
+                                Ok(Live::Small { usable })
+                            }),
                         // SAFETY: a LARGE entry of our chunk, under the lock.
-                        LARGE => unsafe { Self::large_at(chunk, page, e, addr) }
-                            .map(|at| Live::Large { chunk, page, at }),
+                        LARGE => unsafe { Self::large_at(chunk, page, e, addr) }.and_then(|at| {
+                            freed(inner.held_large(ChunkHeader::page_addr(chunk, page)))?;
+                            Ok(Live::Large { chunk, page, at })
+                        }),
                         _ => Err(why_free_page(e.0)),
                     }
                 })
@@ -616,6 +633,12 @@ impl<C: Config> Heap<C> {
             Live::Sampled { size: s } => size == s,
             Live::Small { usable } if canary => self.small_usable(ptr as usize, usable) == size,
             Live::Small { usable } | Live::Huge { usable, .. } => same_class(usable),
+            Live::Large {
+                at: LargeAt {
+                    request: Some(r), ..
+                },
+                ..
+            } => size == r,
             Live::Large { at, .. } if at.guarded => {
                 // The start sits as close to the guard as the alignment allowed.
                 let slack = if at.start % PAGE == 0 {
@@ -913,7 +936,7 @@ impl<C: Config> Heap<C> {
         }
         let live = match self.live(ptr as usize) {
             Ok(l) => l,
-            Err(e) => fatal(format_args!("realloc({:#x}): {}", ptr as usize, e)),
+            Err(e) => fatal(format_args!("realloc({:#x}): {}", ptr as usize, e.in_use())),
         };
         let Some(new_class) = classify(new_size, align) else {
             return ptr::null_mut();
@@ -922,18 +945,16 @@ impl<C: Config> Heap<C> {
             return ptr::null_mut();
         };
         let usable = match live {
-            // SAFETY: `live` found a taken small region; a cached one carries the mark.
-            Live::Small { .. } if C::Front::CACHE && unsafe { s.caches.marked(ptr as usize) } => {
-                fatal(format_args!(
-                    "realloc({:#x}): {}",
-                    ptr as usize,
-                    FreeError::Freed
-                ))
+            Live::Small { usable } if C::DEBUG.contains(DebugCaps::CANARY) && s.safety.canary => {
+                // SAFETY: a live small region of `usable` bytes with a canary, the caller's.
+                if unsafe { Self::resize_with_canary(s, ptr as usize, usable, new_size, align) } {
+                    return ptr;
+                }
+                self.small_usable(ptr as usize, usable)
             }
             Live::Small { usable } => {
                 if crate::size_class::usable(new_class) == usable
                     && matches!(new_class, SizeClass::Small(_))
-                    && !(C::DEBUG.contains(DebugCaps::CANARY) && s.safety.canary)
                 {
                     return ptr;
                 }
@@ -952,7 +973,12 @@ impl<C: Config> Heap<C> {
                         let arena = unsafe { &*((*chunk).arena as *const Arena<C>) };
                         // SAFETY: a live large allocation of that arena, under its lock.
                         if arena.with(|inner| unsafe {
-                            inner.resize_large(chunk, page, pages, new_pages)
+                            let done = inner.resize_large(chunk, page, pages, new_pages);
+                            if done && s.alloc_hooks {
+                                let end = ptr as usize + new_pages * PAGE;
+                                guard::record_request(chunk, page, ptr as usize, end, new_size);
+                            }
+                            done
                         }) {
                             return ptr;
                         }
@@ -976,6 +1002,42 @@ impl<C: Config> Heap<C> {
         };
         // SAFETY: per the contract; `usable` is the allocation's usable size.
         unsafe { self.move_to(ptr, usable, new_size, align, copy_limit) }
+    }
+
+    /// `reallocate` of a small region that carries a canary, in place: true if `new_size`
+    /// (with its canary) asks for the region's own class, and then the canary has moved to
+    /// the new end. The old canary is checked first, as a free would, so an overflow made
+    /// before the resize is still reported; bytes a growth adds are junk when junk is on.
+    ///
+    /// # Safety
+    /// `addr` is a live small region of this heap of `usable` bytes, with a canary, that
+    /// belongs to the caller.
+    unsafe fn resize_with_canary(
+        s: &Shared<C>,
+        addr: usize,
+        usable: usize,
+        new_size: usize,
+        align: usize,
+    ) -> bool {
+        let fits = new_size
+            .checked_add(CANARY_BYTES)
+            .and_then(|n| classify(n, align));
+        if !(matches!(fits, Some(SizeClass::Small(_)))
+            && fits.map(crate::size_class::usable) == Some(usable)
+            && addr % align == 0)
+        {
+            return false;
+        }
+        // SAFETY: per the contract, the region is ours and has a canary.
+        unsafe {
+            crate::checks::check_canary(addr, usable, "reallocated");
+            let old = crate::checks::canary_size(addr, usable).unwrap_or(usable);
+            crate::checks::write_canary(addr, new_size, usable);
+            if C::DEBUG.contains(DebugCaps::JUNK) && s.safety.junk && new_size > old {
+                crate::checks::fill(addr + old, new_size - old, JUNK_BYTE);
+            }
+        }
+        true
     }
 
     /// The moving part of `reallocate`: a new allocation, the bytes copied, the old one freed.

@@ -106,10 +106,11 @@ pub enum Poison {
 pub const POISON_BYTE: u8 = 0xe5;
 /// The junk byte written over new allocations (mozjemalloc's).
 pub const JUNK_BYTE: u8 = 0xe4;
-/// The byte written after a small allocation, up to its size field.
+/// The byte written after a small allocation's zero byte, up to its size record.
 pub const CANARY_BYTE: u8 = 0xca;
-/// Bytes a canary takes at least: one canary byte and the two-byte size field.
-pub const CANARY_BYTES: usize = 3;
+/// Bytes a canary takes at least: the zero byte that ends it for string functions, and the
+/// four-byte size record (the size twice, under two keys).
+pub const CANARY_BYTES: usize = 5;
 /// The default size of `Poison::Some`.
 pub const POISON_SOME_DEFAULT: usize = 256;
 /// The cache line: `Poison::Some` sizes are multiples of it.

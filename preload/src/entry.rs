@@ -163,7 +163,11 @@ pub fn malloc_usable_size(p: *mut c_void) -> usize {
     }
     match (ops().usable_size)(p.cast()) {
         Ok(n) => n,
-        Err(e) => fatal(format_args!("malloc_usable_size({:#x}): {}", p as usize, e)),
+        Err(e) => fatal(format_args!(
+            "malloc_usable_size({:#x}): {}",
+            p as usize,
+            e.in_use()
+        )),
     }
 }
 

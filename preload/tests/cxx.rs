@@ -30,10 +30,13 @@ fn a_sized_delete_with_the_wrong_size_is_refused_when_hardened() {
     for (case, size) in [
         ("sized-delete-wrong", 2000),
         ("sized-delete-wrong-class", 20),
+        ("sized-delete-wrong-large", 19990),
+        ("sized-delete-wrong-large-aligned", 16374),
     ] {
         for conf in [
             "profile:hardened",
             "profile:hardened,canary:false",
+            "profile:hardened,guard:false",
             "profile:debug",
         ] {
             let out = run(preloaded(&prog, conf).arg(case), LIMIT);
@@ -49,6 +52,18 @@ fn a_sized_delete_with_the_wrong_size_is_refused_when_hardened() {
         // The default profile does not look at the size, as glibc.
         let out = run(preloaded(&prog, "").arg(case), LIMIT);
         out.assert_success(case);
+    }
+    // The right sizes pass, the large ones too (their requested size is recorded).
+    for conf in [
+        "profile:hardened",
+        "profile:hardened,guard:false",
+        "profile:debug",
+    ] {
+        let out = run(
+            preloaded(&prog, conf).arg("sized-delete-right-large"),
+            LIMIT,
+        );
+        out.assert_success(conf);
     }
     // A bad pointer is refused in every profile.
     for conf in ["", "profile:hardened"] {

@@ -239,3 +239,94 @@ fn single_options_work_alone() {
     // An option can take back what the profile gives.
     expect("overflow-1", "profile:hardened,canary:false", End::Survives);
 }
+
+/// Configs with and without a thread cache, the light cache check, and the debug profiles.
+const EVERY_FRONT: [&str; 8] = [
+    "",
+    "config:lifo-tcache",
+    "tcache_check:light",
+    "config:lifo",
+    "config:addr-ordered",
+    "profile:hardened",
+    "profile:hardened,config:lifo",
+    "profile:debug",
+];
+
+#[test]
+fn malloc_usable_size_of_a_freed_pointer_is_caught_in_every_config() {
+    // Small: in the thread cache (its mark), back in its run, or held in the quarantine.
+    // Large: free pages, or held.
+    for conf in EVERY_FRONT {
+        for case in ["usable-size-freed", "usable-size-freed-large"] {
+            expect(case, conf, End::Abort("malloc_usable_size(0x"));
+            let out = run(preloaded(c_program("hardened"), conf).arg(case), LIMIT);
+            assert!(
+                out.stderr.ends_with("): pointer was freed\n"),
+                "{case} {conf}: {out:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn realloc_in_place_moves_the_canary_in_every_profile_and_front_end() {
+    for conf in EVERY_FRONT.iter().chain(&[
+        "config:lifo-tcache,canary:true",
+        "config:mrf,canary:true",
+        "config:lifo-tcache,profile:debug",
+        "profile:hardened,tcache_check:light",
+    ]) {
+        expect("realloc-in-place", conf, End::Survives);
+    }
+}
+
+#[test]
+fn a_full_buffer_read_as_a_string_stops_at_the_canary() {
+    for conf in [
+        "canary:true",
+        "profile:hardened",
+        "profile:debug,config:lifo",
+    ] {
+        let out = run(
+            preloaded(c_program("hardened"), conf).arg("string-overflow"),
+            LIMIT,
+        );
+        out.assert_success(conf);
+        assert!(
+            out.stdout.contains("overflow by 0 bytes\n"),
+            "{conf}: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn every_bit_after_a_small_allocation_is_covered_and_named_at_its_offset() {
+    // malloc(8) with its canary takes a 16-byte region: the zero byte at 8, canary bytes 9 to
+    // 11, the size record 12 to 15.
+    let prog = c_program("hardened");
+    for byte in 8..16 {
+        for bit in 0..8 {
+            let out = run(
+                preloaded(&prog, "canary:true")
+                    .arg("canary-record")
+                    .arg(byte.to_string())
+                    .arg(bit.to_string()),
+                LIMIT,
+            );
+            let what = format!("byte {byte}, bit {bit}: {out:?}");
+            assert_eq!(out.signal(), Some(libc::SIGABRT), "{what}");
+            assert!(
+                out.stderr
+                    .starts_with("alloclab: heap overflow: the allocation of 8 bytes at 0x"),
+                "{what}"
+            );
+            assert!(
+                out.stderr.contains(&format!(
+                    " was written at offset {byte} ({} past its end), found when it was freed",
+                    byte - 7
+                )),
+                "{what}"
+            );
+        }
+    }
+}

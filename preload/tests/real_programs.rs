@@ -4,6 +4,11 @@
 //! status, stdout and stderr must match the glibc run exactly, and the statistics each process
 //! prints at exit must show that alloclab, with the requested policies, served it.
 //!
+//! python3 (with and without pymalloc), perl, lua5.4 and sqlite3 also run under each debug
+//! profile and the canary alone, each with a config that has a thread cache and one that has
+//! none (the front end is a type: a debug option turns the cache off at run time, but the
+//! cached config's code paths stay, and realloc in place once broke there).
+//!
 //! The programs are Debian's, by absolute path (a `python3` or `git` earlier on `PATH` may be
 //! someone else's); `.ci/run` installs them.
 
@@ -37,8 +42,24 @@ fn sh(script: &str) -> Command {
     c
 }
 
-/// Runs `p` on glibc and under every configuration, comparing.
-fn compare(p: &Program) {
+/// The debug settings every program must run under unchanged, each with a thread-cache
+/// config and one without.
+const PROFILES: [&str; 6] = [
+    "config:lifo-tcache,profile:hardened",
+    "config:lifo,profile:hardened",
+    "config:lifo-tcache,profile:debug",
+    "config:mrf,profile:debug",
+    "config:lifo-tcache,canary:true",
+    "config:addr-ordered,canary:true",
+];
+
+/// The named configs and the other arena strategies.
+fn policies() -> Vec<&'static str> {
+    NAMED.iter().chain(STRATEGIES.iter()).copied().collect()
+}
+
+/// Runs `p` on glibc and under every configuration of `confs`, comparing.
+fn compare(p: &Program, confs: &[&str]) {
     assert!(
         Path::new(p.binary).is_file(),
         "{} is missing: apt-get install {} (.ci/run does)",
@@ -68,7 +89,7 @@ fn compare(p: &Program) {
     let glibc = run_in(None);
     glibc.assert_success(&format!("{} on glibc", p.name));
     assert!(!glibc.stdout.is_empty());
-    for conf in NAMED.iter().chain(STRATEGIES.iter()) {
+    for conf in confs {
         let out = run_in(Some(conf));
         let what = format!("{} under {conf}", p.name);
         assert_eq!(out.status.code(), glibc.status.code(), "{what}: {out:?}");
@@ -99,9 +120,8 @@ fn compare(p: &Program) {
     }
 }
 
-#[test]
-fn python3_stdlib_with_pythonmalloc_malloc() {
-    compare(&Program {
+fn python3() -> Program {
+    Program {
         name: "python3",
         binary: "/usr/bin/python3",
         package: "python3",
@@ -114,12 +134,16 @@ fn python3_stdlib_with_pythonmalloc_malloc() {
                 .env("PYTHONHASHSEED", "0");
             c
         },
-    });
+    }
 }
 
 #[test]
-fn perl_text_processing() {
-    compare(&Program {
+fn python3_stdlib_with_pythonmalloc_malloc() {
+    compare(&python3(), &policies());
+}
+
+fn perl() -> Program {
+    Program {
         name: "perl",
         binary: "/usr/bin/perl",
         package: "perl",
@@ -129,12 +153,16 @@ fn perl_text_processing() {
             c.arg("text.pl").env("PERL_HASH_SEED", "0");
             c
         },
-    });
+    }
 }
 
 #[test]
-fn lua_tables_strings_coroutines() {
-    compare(&Program {
+fn perl_text_processing() {
+    compare(&perl(), &policies());
+}
+
+fn lua() -> Program {
+    Program {
         name: "lua5.4",
         binary: "/usr/bin/lua5.4",
         package: "lua5.4",
@@ -144,12 +172,16 @@ fn lua_tables_strings_coroutines() {
             c.arg("tables.lua");
             c
         },
-    });
+    }
 }
 
 #[test]
-fn sqlite3_file_database() {
-    compare(&Program {
+fn lua_tables_strings_coroutines() {
+    compare(&lua(), &policies());
+}
+
+fn sqlite3() -> Program {
+    Program {
         name: "sqlite3",
         binary: "/usr/bin/sqlite3",
         package: "sqlite3",
@@ -159,12 +191,16 @@ fn sqlite3_file_database() {
             c.args(["-batch", "test.db", ".read queries.sql"]);
             c
         },
-    });
+    }
 }
 
 #[test]
-fn gcc_compiles_links_and_runs_a_c_file() {
-    compare(&Program {
+fn sqlite3_file_database() {
+    compare(&sqlite3(), &policies());
+}
+
+fn gcc() -> Program {
+    Program {
         name: "gcc",
         binary: "/usr/bin/gcc",
         package: "gcc",
@@ -174,12 +210,16 @@ fn gcc_compiles_links_and_runs_a_c_file() {
             sh("/usr/bin/gcc -O2 -S compile_me.c -o out.s && \
                 /usr/bin/gcc -O2 compile_me.c -o prog && ./prog && cat out.s")
         },
-    });
+    }
 }
 
 #[test]
-fn git_repository_session() {
-    compare(&Program {
+fn gcc_compiles_links_and_runs_a_c_file() {
+    compare(&gcc(), &policies());
+}
+
+fn git() -> Program {
+    Program {
         name: "git",
         binary: "/usr/bin/git",
         package: "git",
@@ -197,5 +237,49 @@ fn git_repository_session() {
                 .env("GIT_PAGER", "cat");
             c
         },
-    });
+    }
+}
+
+#[test]
+fn git_repository_session() {
+    compare(&git(), &policies());
+}
+
+/// python3 with its own small-object allocator (the default): what a user runs, and where
+/// realloc in place under the hardened profile once stopped it at start-up.
+fn python3_pymalloc() -> Program {
+    Program {
+        name: "python3-pymalloc",
+        command: || {
+            let mut c = Command::new("/usr/bin/python3");
+            c.args(["-s", "-B", "stdlib.py"]).env("PYTHONHASHSEED", "0");
+            c
+        },
+        ..python3()
+    }
+}
+
+#[test]
+fn python3_under_every_debug_profile() {
+    compare(&python3(), &PROFILES);
+}
+
+#[test]
+fn python3_with_pymalloc_under_every_debug_profile() {
+    compare(&python3_pymalloc(), &PROFILES);
+}
+
+#[test]
+fn perl_under_every_debug_profile() {
+    compare(&perl(), &PROFILES);
+}
+
+#[test]
+fn lua_under_every_debug_profile() {
+    compare(&lua(), &PROFILES);
+}
+
+#[test]
+fn sqlite3_under_every_debug_profile() {
+    compare(&sqlite3(), &PROFILES);
 }

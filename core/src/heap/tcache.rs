@@ -502,7 +502,8 @@ impl<C: Config> Heap<C> {
     /// The fast path of `reallocate`: a small region resized within its class (the same
     /// pointer) or moved to another small class through the calling thread's cache (a region
     /// popped, the bytes copied, the old region pushed: no lock). `None` for anything else,
-    /// including an empty or full stack: the slow path then does everything.
+    /// including an empty or full stack and every heap with a debug option (no cache): the
+    /// slow path then does everything.
     ///
     /// # Safety
     /// As for `Heap::reallocate`, with `addr` not null.
@@ -521,11 +522,14 @@ impl<C: Config> Heap<C> {
             return None;
         }
         let old = Self::taken_region(s, addr, check)?;
+        // Before the same-class answer: a heap with a debug option never caches (so no memo
+        // holds a cache), and its regions carry what this path does not move (a canary after
+        // the requested bytes): the slow path resizes them.
+        let c = Self::memo_cache(s)?;
         let new = small_index(size);
         if new == old {
             return Some(addr as *mut u8);
         }
-        let c = Self::memo_cache(s)?;
         let b = &c.bins[old];
         if b.count.load(Relaxed) >= b.cap.load(Relaxed) {
             return None;

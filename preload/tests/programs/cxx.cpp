@@ -131,6 +131,18 @@ int main(int argc, char **argv) {
     } else if (!strcmp(c, "sized-delete-wrong-class")) {
         void *p = ::operator new(40);
         ::operator delete(p, 20);
+    } else if (!strcmp(c, "sized-delete-wrong-large")) {
+        /* Within the allocation's pages: only a record of the requested size tells. */
+        void *p = ::operator new(20000);
+        ::operator delete(p, 19990);
+    } else if (!strcmp(c, "sized-delete-wrong-large-aligned")) {
+        void *p = ::operator new(16384, std::align_val_t(8192));
+        ::operator delete(p, 16374, std::align_val_t(8192));
+    } else if (!strcmp(c, "sized-delete-right-large")) {
+        void *p = ::operator new(20000);
+        ::operator delete(p, 20000);
+        void *q = ::operator new(16384, std::align_val_t(8192));
+        ::operator delete(q, 16384, std::align_val_t(8192));
     } else if (!strcmp(c, "array-delete-of-interior")) {
         char *p = new char[100];
         delete[](p + 16);

@@ -2,6 +2,7 @@
  * small and large allocations, accesses through a malloc(0) pointer, and bad frees, each with
  * its own message. Usage: hardened <case>. Prints "reached: <case>" on stdout just before the
  * misuse, and "survived: <case>" if the program was not stopped. */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -93,6 +94,40 @@ int main(int argc, char **argv) {
         free(q);
         v = q;
         printf("%d\n", v[8]);
+    } else if (!strcmp(c, "usable-size-freed")) {
+        /* Just freed: in a thread cache, or held in the quarantine. */
+        free(p);
+        printf("%zu\n", malloc_usable_size(p));
+    } else if (!strcmp(c, "usable-size-freed-large")) {
+        free(big);
+        printf("%zu\n", malloc_usable_size(big));
+    } else if (!strcmp(c, "string-overflow")) {
+        /* A full buffer read as a string: the canary's first byte ends it. */
+        char *q = malloc(16);
+        size_t n = malloc_usable_size(q);
+        memset(q, 'a', n);
+        printf("overflow by %zu bytes\n", strlen(q) - n);
+        free(q);
+    } else if (!strcmp(c, "canary-record")) {
+        /* One bit of each byte after an 8-byte allocation, as argv[2] and argv[3] say. */
+        if (argc < 4) return 2;
+        char *q = malloc(8);
+        memset(q, 'b', 8);
+        q[atoi(argv[2])] ^= (char)(1 << atoi(argv[3]));
+        free(q);
+    } else if (!strcmp(c, "realloc-in-place")) {
+        /* Grown and shrunk within its size class, written to its end each time. */
+        char *q = malloc(600);
+        memset(q, 1, 600);
+        for (size_t n = 601; n <= 640; n++) {
+            q = realloc(q, n);
+            memset(q, 2, n);
+        }
+        for (size_t n = 640; n >= 560; n--) {
+            q = realloc(q, n);
+            memset(q, 3, n);
+        }
+        free(q);
     } else if (!strcmp(c, "never-allocated")) {
         /* 112 bytes is the size class of a 100-byte request with its canary; region 30 of
          * the run is far above anything this program allocated of that class. */
