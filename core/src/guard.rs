@@ -45,6 +45,27 @@ pub(crate) unsafe fn large_at(
     if !e.head() {
         return Err(FreeError::Interior);
     }
+    // SAFETY: forwarded contract.
+    let at = unsafe { headed_at(chunk, page, e, guards) };
+    if addr != at.start {
+        return Err(FreeError::Interior);
+    }
+    Ok(at)
+}
+
+/// The large allocation whose head page is `page` (entry `e`, with `HEAD`), as its page
+/// entries describe it.
+///
+/// # Safety
+/// `chunk` is ours and `e` is the entry of `page`, a head page; the arena lock is held, or
+/// the caller only reports what it reads (the fault handler).
+#[inline(always)]
+pub(crate) unsafe fn headed_at(
+    chunk: *mut ChunkHeader,
+    page: usize,
+    e: PageBits,
+    guards: bool,
+) -> LargeAt {
     let pages = e.len();
     let head = ChunkHeader::page_addr(chunk, page);
     if guards && pages >= 2 {
@@ -52,30 +73,23 @@ pub(crate) unsafe fn large_at(
         let mark = unsafe { (*ChunkHeader::entry(chunk, page + pages - 1)).len() };
         if mark != 0 {
             let off = (mark - 1) * QUANTUM;
-            if addr != head + off {
-                return Err(FreeError::Interior);
-            }
-            return Ok(LargeAt {
+            let usable = (pages - 1) * PAGE - off;
+            return LargeAt {
                 pages,
-                start: addr,
-                usable: (pages - 1) * PAGE - off,
+                start: head + off,
+                usable,
                 guarded: true,
-                request: e
-                    .slack()
-                    .and_then(|n| ((pages - 1) * PAGE - off).checked_sub(n)),
-            });
+                request: e.slack().and_then(|n| usable.checked_sub(n)),
+            };
         }
     }
-    if addr != head {
-        return Err(FreeError::Interior);
-    }
-    Ok(LargeAt {
+    LargeAt {
         pages,
         start: head,
         usable: pages * PAGE,
         guarded: false,
         request: e.slack().and_then(|n| (pages * PAGE).checked_sub(n)),
-    })
+    }
 }
 
 /// Records that the large allocation headed at `page`, whose program bytes start at `start`

@@ -257,6 +257,9 @@ impl<C: Config> Heap<C> {
             // SAFETY: just written; it does not move until the heap drops (which unregisters).
             let shared = unsafe { &*mem.as_ptr() };
             shared.sampler.register();
+            if Self::faults_to_explain(&shared.safety) {
+                crate::fault::register(mem.as_ptr() as *const (), Self::explain_fault);
+            }
             shared.pool.register(
                 reg,
                 mem.as_ptr() as *const (),
@@ -273,6 +276,91 @@ impl<C: Config> Heap<C> {
             crate::fork::install();
         }
         shared
+    }
+
+    /// Whether options `safety` make memory inaccessible that the fault handler should explain
+    /// for this heap (guard pages, quarantined large allocations, `malloc(0)` slots; the
+    /// sampler registers its pool itself).
+    fn faults_to_explain(safety: &Safety) -> bool {
+        (C::DEBUG.contains(DebugCaps::GUARD) && safety.guard)
+            || (C::DEBUG.contains(DebugCaps::QUARANTINE) && safety.quarantine > 0)
+            || (C::DEBUG.contains(DebugCaps::ZERO_SIZE) && safety.zero_size)
+    }
+
+    /// The fault handler's question (`fault.rs`): a fault on one of this heap's guard pages,
+    /// in a large allocation held inaccessible in its quarantine, or in its `malloc(0)` region?
+    /// Prints what the page entries say of the allocation: no stacks are recorded outside the
+    /// sampled allocations.
+    ///
+    /// # Safety
+    /// As for `fault::Explain`: `owner` is this heap's registered `Shared<C>`.
+    unsafe fn explain_fault(owner: *const (), addr: usize) -> bool {
+        use core::fmt::Write;
+        // SAFETY: registered until the heap drops, which unregisters it first.
+        let s = unsafe { &*(owner as *const Shared<C>) };
+        let mut w = crate::report::StderrWriter::stderr();
+        if s.zero_size.contains(addr) {
+            let _ = writeln!(
+                w,
+                "alloclab: malloc(0) access at {addr:#x}: an allocation of 0 bytes has no bytes to read or write"
+            );
+            w.flush();
+            return true;
+        }
+        let Owner::Chunk(c) = s.map.lookup(addr) else {
+            return false;
+        };
+        let chunk = c as *mut ChunkHeader;
+        let page = ChunkHeader::page_index(addr);
+        // Back from the faulting page to the head of its large allocation. Entries are read
+        // without the arena lock (see `fault.rs`): a report, not a decision.
+        let mut head = page;
+        loop {
+            if head < CHUNK_HEADER_PAGES {
+                return false;
+            }
+            // SAFETY: a live chunk of ours (page map), a page inside it.
+            let e = unsafe { (*ChunkHeader::entry(chunk, head)).get() };
+            if e.kind() != LARGE {
+                return false;
+            }
+            if e.head() {
+                break;
+            }
+            head -= 1;
+        }
+        // SAFETY: as above; `head` is a head page.
+        let e = unsafe { (*ChunkHeader::entry(chunk, head)).get() };
+        // SAFETY: as above.
+        let at = unsafe { guard::headed_at(chunk, head, e, C::DEBUG.contains(DebugCaps::GUARD)) };
+        if page >= head + at.pages {
+            return false;
+        }
+        let size = at.request.unwrap_or(at.usable);
+        if at.guarded && page == head + at.pages - 1 {
+            let _ = writeln!(
+                w,
+                "alloclab: heap overflow at {addr:#x}: {} bytes past the end of the allocation of {size} bytes at {:#x} (its guard page)",
+                addr - at.start - size,
+                at.start
+            );
+        } else if addr < at.start {
+            let _ = writeln!(
+                w,
+                "alloclab: use after free at {addr:#x}: {} bytes before the freed allocation of {size} bytes at {:#x} (held inaccessible in the quarantine)",
+                at.start - addr,
+                at.start
+            );
+        } else {
+            let _ = writeln!(
+                w,
+                "alloclab: use after free at {addr:#x}: offset {} in the freed allocation of {size} bytes at {:#x} (held inaccessible in the quarantine)",
+                addr - at.start,
+                at.start
+            );
+        }
+        w.flush();
+        true
     }
 
     /// Refuses options that ask for a check the config does not compile in, or that are
@@ -1307,6 +1395,7 @@ impl<C: Config> Drop for Heap<C> {
         unsafe {
             let s = &*p;
             s.pool.unregister();
+            crate::fault::unregister(p as *const ());
             for slot in s.arenas.iter() {
                 let a = slot.load(Ordering::Acquire);
                 if !a.is_null() {

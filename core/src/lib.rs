@@ -67,6 +67,7 @@ pub mod policy;
 mod thread;
 
 mod arena;
+mod fault;
 mod guard;
 mod hardening;
 mod heap;

@@ -12,11 +12,9 @@
 //! possible. When the pool has no free slot, the allocation is an ordinary one.
 //!
 //! The stack of each sampled allocation and of its free are kept (`backtrace(3)`, raw
-//! addresses). A `SIGSEGV` handler, installed when the first pool is made, recognizes faults
-//! in a pool and prints the kind (use after free, overflow, underflow), the address, its
-//! offset from an allocation of its size, and both stacks; then it puts the previous handler
-//! back and returns, so that the fault repeats and the process dies as it would have (a fault
-//! elsewhere goes to the previous handler at once). A double or invalid free of a sampled
+//! addresses). The `SIGSEGV` handler (`fault.rs`) asks each pool about a fault; one in a pool
+//! is reported with its kind (use after free, overflow, underflow), the address, its offset
+//! from an allocation of its size, and both stacks, before the process dies as it would have. A double or invalid free of a sampled
 //! allocation is reported the same way by `Heap::free`, then aborts.
 //!
 //! Only requests of at most a page, aligned to at most a page, are sampled. The first
@@ -30,7 +28,7 @@ use crate::slot_ring::SlotRing;
 use core::cell::Cell;
 use core::ffi::{c_int, c_void};
 use core::fmt::Write;
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Slots in a pool.
 pub const SLOTS: usize = 256;
@@ -92,9 +90,6 @@ const META_BYTES: usize = match round_up(SLOTS * core::mem::size_of::<Slot>(), P
     Some(b) => b,
     None => PAGE,
 };
-
-/// Pools the fault handler looks at (one per heap that samples).
-static POOLS: [AtomicPtr<Sampler>; 8] = [const { AtomicPtr::new(core::ptr::null_mut()) }; 8];
 
 // ---- the per-thread countdown -------------------------------------------------------------------
 
@@ -183,21 +178,8 @@ impl Sampler {
     /// Makes the pool known to the fault handler (installing it on first use). Once the
     /// sampler has its final address (in the heap's shared state).
     pub fn register(&self) {
-        if self.base == 0 {
-            return;
-        }
-        for p in POOLS.iter() {
-            if p.compare_exchange(
-                core::ptr::null_mut(),
-                self as *const Sampler as *mut Sampler,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_ok()
-            {
-                install_handler();
-                return;
-            }
+        if self.base != 0 {
+            crate::fault::register(self as *const Sampler as *const (), explain_fault);
         }
     }
 
@@ -479,14 +461,7 @@ impl Drop for Sampler {
         if self.base == 0 {
             return;
         }
-        for p in POOLS.iter() {
-            let _ = p.compare_exchange(
-                self as *mut Sampler,
-                core::ptr::null_mut(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            );
-        }
+        crate::fault::unregister(self as *const Sampler as *const ());
         // SAFETY: mapped by `new`; the heap is being dropped, nothing uses the pool.
         unsafe {
             os::unmap(self.base as *mut u8, POOL_BYTES);
@@ -513,50 +488,16 @@ fn print_stack(stack: &[*mut c_void; FRAMES], n: usize) {
     unsafe { backtrace_symbols_fd(stack.as_ptr(), n.min(FRAMES) as c_int, 2) };
 }
 
-// ---- the fault handler ------------------------------------------------------------------------
-
-static mut PREVIOUS: core::mem::MaybeUninit<libc::sigaction> = core::mem::MaybeUninit::zeroed();
-
-fn install_handler() {
-    static ONCE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
-    if ONCE.swap(true, Ordering::AcqRel) {
-        return;
+/// The fault handler's question (`fault.rs`): a fault in this pool?
+///
+/// # Safety
+/// As for `fault::Explain`, with a registered `Sampler`.
+unsafe fn explain_fault(owner: *const (), addr: usize) -> bool {
+    // SAFETY: registered pools live until their heap drops (which unregisters them).
+    let s = unsafe { &*(owner as *const Sampler) };
+    if !s.contains(addr) {
+        return false;
     }
-    // SAFETY: a zeroed `sigaction` is valid; `PREVIOUS` is written here once, before the
-    // handler can run (it is installed by this same call).
-    unsafe {
-        let mut sa: libc::sigaction = core::mem::zeroed();
-        sa.sa_sigaction =
-            on_fault as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize;
-        sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGSEGV, &sa, core::ptr::addr_of_mut!(PREVIOUS).cast());
-    }
-}
-
-extern "C" fn on_fault(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
-    // SAFETY: the kernel passes a valid siginfo for SIGSEGV.
-    let addr = unsafe { (*info).si_addr() } as usize;
-    for p in POOLS.iter() {
-        let s = p.load(Ordering::Acquire);
-        // SAFETY: registered pools live until their heap drops (which unregisters them).
-        if !s.is_null() && unsafe { (*s).contains(addr) } {
-            // SAFETY: as above. The faulting thread is here; other threads may still run, so
-            // the report may read a record being changed: it is a report, not a decision.
-            unsafe { (*s).report("", addr) };
-            break;
-        }
-    }
-    // Give the fault to the previous handler: back in place, the faulting access repeats.
-    // SAFETY: `PREVIOUS` was written before this handler was installed.
-    unsafe {
-        let prev = &*core::ptr::addr_of!(PREVIOUS).cast::<libc::sigaction>();
-        if prev.sa_flags & libc::SA_SIGINFO != 0 && prev.sa_sigaction > 1 {
-            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
-                core::mem::transmute(prev.sa_sigaction);
-            f(sig, info, ctx);
-        } else {
-            libc::sigaction(libc::SIGSEGV, prev, core::ptr::null_mut());
-        }
-    }
+    s.report("", addr);
+    true
 }

@@ -13,8 +13,9 @@ const LIMIT: Duration = Duration::from_secs(60);
 enum End {
     /// SIGABRT with one line on stderr starting with this.
     Abort(&'static str),
-    /// SIGSEGV (a guard page or inaccessible memory).
-    Fault,
+    /// SIGSEGV (a guard page or inaccessible memory), after one line on stderr starting with
+    /// this (the fault handler's report).
+    Fault(&'static str),
     /// Exit 0 after the misuse (the profile does not catch it).
     Survives,
 }
@@ -36,7 +37,15 @@ fn expect(case: &str, conf: &str, end: End) {
                 "{what}"
             );
         }
-        End::Fault => assert_eq!(out.signal(), Some(libc::SIGSEGV), "{what}"),
+        End::Fault(report) => {
+            assert_eq!(out.signal(), Some(libc::SIGSEGV), "{what}");
+            let lines: Vec<&str> = out.stderr.lines().collect();
+            assert_eq!(lines.len(), 1, "{what}");
+            assert!(
+                lines[0].starts_with(&format!("alloclab: {report}")),
+                "{what}"
+            );
+        }
         End::Survives => {
             out.assert_success(&what);
             assert!(out.stdout.contains(&format!("survived: {case}")), "{what}");
@@ -47,8 +56,8 @@ fn expect(case: &str, conf: &str, end: End) {
 /// Each misuse, and how it ends under the hardened profile.
 const HARDENED: [(&str, End); 13] = [
     ("write-after-free", End::Abort("write after free at 0x")),
-    ("write-after-free-large", End::Fault),
-    ("read-after-free-large", End::Fault),
+    ("write-after-free-large", End::Fault("use after free at 0x")),
+    ("read-after-free-large", End::Fault("use after free at 0x")),
     (
         "overflow-1",
         End::Abort("heap overflow: the allocation of 100 bytes"),
@@ -58,9 +67,9 @@ const HARDENED: [(&str, End); 13] = [
         "overflow-8",
         End::Abort("heap overflow: the allocation at 0x"),
     ),
-    ("overflow-large", End::Fault),
-    ("malloc0-read", End::Fault),
-    ("malloc0-write", End::Fault),
+    ("overflow-large", End::Fault("heap overflow at 0x")),
+    ("malloc0-read", End::Fault("malloc(0) access at 0x")),
+    ("malloc0-write", End::Fault("malloc(0) access at 0x")),
     ("double-free", End::Abort("free(0x")),
     ("double-free-large", End::Abort("free(0x")),
     ("interior", End::Abort("free(0x")),
@@ -234,8 +243,16 @@ fn single_options_work_alone() {
         End::Abort("write after free"),
     );
     expect("overflow-1", "canary:true", End::Abort("heap overflow"));
-    expect("overflow-large", "guard:true", End::Fault);
-    expect("write-after-free-large", "quarantine:1048576", End::Fault);
+    expect(
+        "overflow-large",
+        "guard:true",
+        End::Fault("heap overflow at 0x"),
+    );
+    expect(
+        "write-after-free-large",
+        "quarantine:1048576",
+        End::Fault("use after free at 0x"),
+    );
     // An option can take back what the profile gives.
     expect("overflow-1", "profile:hardened,canary:false", End::Survives);
 }
@@ -329,4 +346,53 @@ fn every_bit_after_a_small_allocation_is_covered_and_named_at_its_offset() {
             );
         }
     }
+}
+
+#[test]
+fn a_guard_page_fault_says_where_and_in_which_allocation_and_keeps_the_signal() {
+    // hardened.c's "overflow-large": malloc(8192), then a write at offset 8192.
+    let out = run(
+        preloaded(c_program("hardened"), "profile:hardened").arg("overflow-large"),
+        LIMIT,
+    );
+    assert_eq!(out.signal(), Some(libc::SIGSEGV), "{out:?}");
+    assert!(
+        out.stderr
+            .contains(": 0 bytes past the end of the allocation of 8192 bytes at 0x")
+            && out.stderr.ends_with(" (its guard page)\n"),
+        "{out:?}"
+    );
+    // "write-after-free-large": malloc(100000), freed, written at offset 5000.
+    let out = run(
+        preloaded(c_program("hardened"), "profile:hardened").arg("write-after-free-large"),
+        LIMIT,
+    );
+    assert!(
+        out.stderr
+            .contains(": offset 5000 in the freed allocation of 100000 bytes at 0x"),
+        "{out:?}"
+    );
+    // A program's own SIGSEGV handler still gets the fault, after the report.
+    let out = run(
+        preloaded(c_program("hardened"), "profile:hardened").arg("overflow-large-handled"),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(42), "{out:?}");
+    assert!(
+        out.stderr.starts_with("alloclab: heap overflow at 0x"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains("handler: the program's own\n"),
+        "{out:?}"
+    );
+    // Without a profile that places guard pages, the handler is not installed at all: the
+    // program's handler sees the fault alone (a write past a 8192-byte allocation that lands
+    // on an inaccessible page of the program's own).
+    let out = run(
+        preloaded(c_program("hardened"), "").arg("own-fault-handled"),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(42), "{out:?}");
+    assert_eq!(out.stderr, "", "{out:?}");
 }

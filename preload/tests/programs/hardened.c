@@ -4,7 +4,10 @@
  * misuse, and "survived: <case>" if the program was not stopped. */
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +31,26 @@ static void *free_and_exit(void *arg) {
     return NULL;
 }
 
+/* The program's own SIGSEGV handler: says so and exits 42. */
+static void own_handler(int sig) {
+    (void)sig;
+    static const char msg[] = "handler: the program's own\n";
+    if (write(1, msg, sizeof msg - 1) < 0) _exit(43);
+    _exit(42);
+}
+
+static void install_own_handler(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = own_handler;
+    sigaction(SIGSEGV, &sa, NULL);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     const char *c = argv[1];
+    /* Before the heap's first use, which installs its handler over this one (and chains). */
+    if (!strcmp(c, "overflow-large-handled")) install_own_handler();
     char *p = malloc(100);
     char *keep = malloc(100); /* keeps p's run alive when p is freed */
     char *big = malloc(100000);
@@ -94,6 +114,17 @@ int main(int argc, char **argv) {
         free(q);
         v = q;
         printf("%d\n", v[8]);
+    } else if (!strcmp(c, "overflow-large-handled")) {
+        /* As "overflow-large", with a handler of the program's installed before the heap's
+         * first use (at the top of main): the report comes first, then the program's. */
+        char *q = malloc(8192);
+        v = q;
+        v[8192] = 1;
+    } else if (!strcmp(c, "own-fault-handled")) {
+        /* A fault in the program's own inaccessible page. */
+        install_own_handler();
+        v = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        v[0] = 1;
     } else if (!strcmp(c, "usable-size-freed")) {
         /* Just freed: in a thread cache, or held in the quarantine. */
         free(p);
