@@ -55,7 +55,7 @@ pub(crate) fn register(owner: *const (), explain: Explain) -> bool {
 /// Forgets `owner` (before its memory goes away).
 pub(crate) fn unregister(owner: *const ()) {
     for (o, e) in OWNER.iter().zip(EXPLAIN.iter()) {
-        if o.load(Ordering::Acquire) == owner as *mut () {
+        if core::ptr::eq(o.load(Ordering::Acquire), owner) {
             e.store(0, Ordering::Release);
             o.store(core::ptr::null_mut(), Ordering::Release);
         }
