@@ -283,8 +283,8 @@ impl<C: Config> Arena<C> {
                 #[cfg(feature = "verification")]
                 unusable_pick: None,
                 safety,
-                debug_free: crate::hardening::debug_free(&safety),
-                debug_alloc: crate::hardening::debug_alloc(&safety),
+                debug_free: safety.debug_free(),
+                debug_alloc: safety.debug_alloc(),
                 quarantine: Quarantine::new(),
             }),
         }

@@ -12,24 +12,8 @@ use crate::guard::{self, LargeAt};
 use crate::os;
 use crate::policy::Config;
 use crate::quarantine::Held;
-use crate::safety::{DebugCaps, JUNK_BYTE};
+use crate::safety::{DebugCaps, FILLS, JUNK_BYTE, ON_FREE};
 use crate::size_class::PAGE;
-
-const FILLS: DebugCaps = DebugCaps::POISON.union(DebugCaps::ZERO);
-const ON_FREE: DebugCaps = FILLS
-    .union(DebugCaps::CANARY)
-    .union(DebugCaps::QUARANTINE)
-    .union(DebugCaps::GUARD);
-
-/// Whether options `s` take the debug path on free.
-pub(crate) fn debug_free(s: &crate::safety::Safety) -> bool {
-    s.needs().intersects(ON_FREE)
-}
-
-/// Whether options `s` have a hook on the small allocation path.
-pub(crate) fn debug_alloc(s: &crate::safety::Safety) -> bool {
-    s.needs().intersects(FILLS.union(DebugCaps::JUNK))
-}
 
 impl<C: Config> ArenaInner<C> {
     /// After a small region of `size` bytes at `p` was taken: checks its fill if it was

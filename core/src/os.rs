@@ -252,30 +252,9 @@ pub fn current_cpu() -> usize {
     }
 }
 
-/// Writes all of `bytes` to `fd`, ignoring failures (there is nobody to tell).
-pub fn write_all(fd: i32, bytes: &[u8]) {
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        // SAFETY: the pointer and length describe the live slice `rest`.
-        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
-        if n <= 0 {
-            return;
-        }
-        rest = &rest[n as usize..];
-    }
-}
-
-/// Writes all of `bytes` to standard error.
-pub fn write_stderr(bytes: &[u8]) {
-    write_all(2, bytes);
-}
-
-/// Ends the process with SIGABRT, without unwinding and without running anything that could
-/// allocate.
-pub fn abort() -> ! {
-    // SAFETY: abort has no preconditions.
-    unsafe { libc::abort() }
-}
+// Writing to a descriptor and aborting live in `report.rs`, the layer below this one (so that
+// this module can report its own failures); re-exported here for the platform's other users.
+pub use crate::report::{abort, write_all, write_stderr};
 
 /// Sleeps while `*word == expected` (spurious wake-ups allowed).
 pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32) {

@@ -1,6 +1,7 @@
 //! Messages to standard error (or any descriptor) without allocating: `core::fmt` into a
 //! buffer, then `write(2)`. Used for fatal errors, and for statistics and help printed from
-//! inside an allocator.
+//! inside an allocator. The lowest layer: it calls only libc (`write`, `abort`), so that every
+//! other one, the platform layer `os.rs` included, can report through it.
 
 use core::fmt::{self, Write};
 
@@ -28,7 +29,7 @@ impl<const N: usize> FdWriter<N> {
 
     /// Writes out what is buffered.
     pub fn flush(&mut self) {
-        crate::os::write_all(self.fd, &self.buf[..self.len]);
+        write_all(self.fd, &self.buf[..self.len]);
         self.len = 0;
     }
 }
@@ -68,5 +69,30 @@ pub fn fatal(args: fmt::Arguments<'_>) -> ! {
         let _ = w.write_fmt(args);
         let _ = w.write_str("\n");
     }
-    crate::os::abort()
+    abort()
+}
+
+/// Writes all of `bytes` to `fd`, ignoring failures (there is nobody to tell).
+pub fn write_all(fd: i32, bytes: &[u8]) {
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        // SAFETY: the pointer and length describe the live slice `rest`.
+        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+        if n <= 0 {
+            return;
+        }
+        rest = &rest[n as usize..];
+    }
+}
+
+/// Writes all of `bytes` to standard error.
+pub fn write_stderr(bytes: &[u8]) {
+    write_all(2, bytes);
+}
+
+/// Ends the process with SIGABRT, without unwinding and without running anything that could
+/// allocate.
+pub fn abort() -> ! {
+    // SAFETY: abort has no preconditions.
+    unsafe { libc::abort() }
 }

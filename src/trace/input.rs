@@ -1,12 +1,8 @@
-//! Getting trace text: files or standard input, plain, gzip or zstd (recognized by their magic
-//! numbers, not by file names), read line by line with a bound on line length so that no input
-//! makes the parser hold more than one line.
+//! Getting trace text: plain, gzip or zstd (recognized by their magic numbers, not by file
+//! names), read line by line with a bound on line length so that no input makes the parser
+//! hold more than one line. Bytes and lines only: `parse.rs` builds on it (and opens files).
 
-use super::parse::{parse_reader, ParseOptions};
-use super::{Trace, TraceError};
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::Path;
 
 /// The longest line accepted (logalloc's lines are under 100 bytes).
 pub(crate) const MAX_LINE: usize = 4096;
@@ -64,27 +60,6 @@ fn boxed<'a, R: BufRead + 'a>(kind: Compression, reader: R) -> io::Result<Box<dy
             zstd::stream::read::Decoder::with_buffer(reader)?,
         )),
     })
-}
-
-/// Parses a trace from any reader: plain, gzip or zstd.
-pub fn read<R: Read>(reader: R, options: &ParseOptions) -> Result<Trace, TraceError> {
-    let (_, text) = decoder(reader).map_err(|error| TraceError::Io {
-        after_line: 0,
-        error,
-    })?;
-    parse_reader(text, options)
-}
-
-/// Parses the trace at `path` (`-` is standard input): plain, gzip or zstd.
-pub fn open(path: &Path, options: &ParseOptions) -> Result<Trace, TraceError> {
-    if path.as_os_str() == "-" {
-        return read(io::stdin().lock(), options);
-    }
-    let file = File::open(path).map_err(|error| TraceError::Io {
-        after_line: 0,
-        error,
-    })?;
-    read(file, options)
 }
 
 /// One line from a [`LineReader`].

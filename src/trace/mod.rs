@@ -57,8 +57,8 @@ mod parse;
 mod write;
 
 pub use error::{LineError, TraceError};
-pub use input::{decoder, open, read, Compression};
-pub use parse::{parse, parse_reader, ParseOptions, Pid};
+pub use input::{decoder, Compression};
+pub use parse::{open, parse, parse_reader, read, ParseOptions, Pid};
 pub use write::{munged_id, write_line, write_munged};
 
 use mapped::{MappedVec, Plain};

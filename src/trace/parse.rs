@@ -3,11 +3,13 @@
 //! line skipped with `skip_bad` leaves the trace consistent.
 
 use super::error::{snippet, LineError, Problem, TraceError, Written};
-use super::input::{Line, LineReader, MAX_LINE};
+use super::input::{decoder, Line, LineReader, MAX_LINE};
 use super::mapped::MappedVec;
 use super::{Form, Func, Op, PidLines, Slot, Trace, NO_SLOT, VALLOC_ALIGN};
 use std::collections::HashMap;
-use std::io::BufRead;
+use std::fs::File;
+use std::io::{self, BufRead, Read};
+use std::path::Path;
 
 /// Which process of a multi-process trace to decode.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -578,4 +580,25 @@ impl Parser {
             live_at_end: self.live.len() as u64,
         })
     }
+}
+
+/// Parses a trace from any reader: plain, gzip or zstd.
+pub fn read<R: Read>(reader: R, options: &ParseOptions) -> Result<Trace, TraceError> {
+    let (_, text) = decoder(reader).map_err(|error| TraceError::Io {
+        after_line: 0,
+        error,
+    })?;
+    parse_reader(text, options)
+}
+
+/// Parses the trace at `path` (`-` is standard input): plain, gzip or zstd.
+pub fn open(path: &Path, options: &ParseOptions) -> Result<Trace, TraceError> {
+    if path.as_os_str() == "-" {
+        return read(io::stdin().lock(), options);
+    }
+    let file = File::open(path).map_err(|error| TraceError::Io {
+        after_line: 0,
+        error,
+    })?;
+    read(file, options)
 }
