@@ -58,15 +58,16 @@ fn policies() -> Vec<&'static str> {
     NAMED.iter().chain(STRATEGIES.iter()).copied().collect()
 }
 
-/// Runs `p` on glibc and under every configuration of `confs`, comparing.
-fn compare(p: &Program, confs: &[&str]) {
+/// Runs `p` on glibc and under every configuration of `confs`, comparing, in a working
+/// directory of its own for each `set` (tests run in parallel).
+fn compare(p: &Program, set: &str, confs: &[&str]) {
     assert!(
         Path::new(p.binary).is_file(),
         "{} is missing: apt-get install {} (.ci/run does)",
         p.binary,
         p.package
     );
-    let dir = scratch(&format!("real/{}", p.name));
+    let dir = scratch(&format!("real/{}-{set}", p.name));
     let run_in = |conf: Option<&str>| -> Output {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -139,7 +140,7 @@ fn python3() -> Program {
 
 #[test]
 fn python3_stdlib_with_pythonmalloc_malloc() {
-    compare(&python3(), &policies());
+    compare(&python3(), "policies", &policies());
 }
 
 fn perl() -> Program {
@@ -158,7 +159,7 @@ fn perl() -> Program {
 
 #[test]
 fn perl_text_processing() {
-    compare(&perl(), &policies());
+    compare(&perl(), "policies", &policies());
 }
 
 fn lua() -> Program {
@@ -177,7 +178,7 @@ fn lua() -> Program {
 
 #[test]
 fn lua_tables_strings_coroutines() {
-    compare(&lua(), &policies());
+    compare(&lua(), "policies", &policies());
 }
 
 fn sqlite3() -> Program {
@@ -196,7 +197,7 @@ fn sqlite3() -> Program {
 
 #[test]
 fn sqlite3_file_database() {
-    compare(&sqlite3(), &policies());
+    compare(&sqlite3(), "policies", &policies());
 }
 
 fn gcc() -> Program {
@@ -215,7 +216,7 @@ fn gcc() -> Program {
 
 #[test]
 fn gcc_compiles_links_and_runs_a_c_file() {
-    compare(&gcc(), &policies());
+    compare(&gcc(), "policies", &policies());
 }
 
 fn git() -> Program {
@@ -242,7 +243,7 @@ fn git() -> Program {
 
 #[test]
 fn git_repository_session() {
-    compare(&git(), &policies());
+    compare(&git(), "policies", &policies());
 }
 
 /// python3 with its own small-object allocator (the default): what a user runs, and where
@@ -261,25 +262,25 @@ fn python3_pymalloc() -> Program {
 
 #[test]
 fn python3_under_every_debug_profile() {
-    compare(&python3(), &PROFILES);
+    compare(&python3(), "profiles", &PROFILES);
 }
 
 #[test]
 fn python3_with_pymalloc_under_every_debug_profile() {
-    compare(&python3_pymalloc(), &PROFILES);
+    compare(&python3_pymalloc(), "profiles", &PROFILES);
 }
 
 #[test]
 fn perl_under_every_debug_profile() {
-    compare(&perl(), &PROFILES);
+    compare(&perl(), "profiles", &PROFILES);
 }
 
 #[test]
 fn lua_under_every_debug_profile() {
-    compare(&lua(), &PROFILES);
+    compare(&lua(), "profiles", &PROFILES);
 }
 
 #[test]
 fn sqlite3_under_every_debug_profile() {
-    compare(&sqlite3(), &PROFILES);
+    compare(&sqlite3(), "profiles", &PROFILES);
 }
