@@ -6,11 +6,17 @@
 //! - **handed back at thread exit**: after threads come and go, no arena index stays leased;
 //! - **bounded under churn**: short-lived threads do not make arenas without bound.
 //!
-//! The checking thread is pinned to one CPU, so that a per-CPU choice is stable too.
+//! The checking thread is pinned to one CPU, so that a per-CPU choice is stable too. Under
+//! `--cfg loom` the threads are loom's (`loom::spawn`): call these inside a loom model.
 
 use crate::finding::{Check, Finding};
 use alloclab_core::{Config, Heap, MAX_ARENAS};
 use std::sync::Arc;
+
+#[cfg(loom)]
+use crate::loom::spawn;
+#[cfg(not(loom))]
+use std::thread::spawn;
 
 /// Request sizes around every class boundary the seed bug could trip on.
 pub const BOUNDARY_SIZES: [usize; 12] = [
@@ -33,7 +39,7 @@ fn pin_to_one_cpu() {
 pub fn stable_across_sizes<C: Config>() -> Result<(), Finding> {
     let heap = Arc::new(Heap::<C>::new());
     let h = heap.clone();
-    std::thread::spawn(move || {
+    spawn(move || {
         pin_to_one_cpu();
         let first = h.malloc(32);
         let own = h.arena_of(first);
@@ -76,7 +82,7 @@ pub fn thread_churn<C: Config>(rounds: usize, width: usize) -> Result<(), Findin
         let ts: Vec<_> = (0..width)
             .map(|_| {
                 let h = heap.clone();
-                std::thread::spawn(move || {
+                spawn(move || {
                     let ps: Vec<_> = [24, 700, 5000].iter().map(|&s| h.malloc(s)).collect();
                     for p in ps {
                         // SAFETY: live allocations of `h`, each freed once.

@@ -65,3 +65,8 @@ pub use reuse_model::{
     Runs, Unmodeled,
 };
 pub use spread::SpreadArenas;
+
+/// alloclab's built-in policies and configs, as the kit's printed reproductions name them
+/// (`alloclab_verify::policies::configs::Using`, `alloclab_verify::policies::Single`): a crate
+/// that runs the kit depends on this one, so they compile there whatever else it depends on.
+pub use alloclab_policies as policies;

@@ -147,50 +147,117 @@ pub fn find_counterexample<C: Config, M: ReuseModel>(
     search::<C, M>(cases, max_steps, seed).counterexample
 }
 
+/// Runs `ops` on a fresh `Harness<C, M>`, then frees everything; adds what the run exercised
+/// to `coverage` and returns its first finding. `seen`, if any, counts the operations reached
+/// (proptest's state-machine shrinker drops the ones never reached).
+///
+/// Under `--cfg loom` the engine's atomics, locks and thread-locals are loom's, which work only
+/// inside a loom model: the run is then a loom model of one thread (one execution), so the
+/// same harness, reference model and checks apply as without loom.
+pub fn run_case<C: Config, M: ReuseModel>(
+    ops: &[Op],
+    seen: Option<&std::sync::Arc<core::sync::atomic::AtomicUsize>>,
+    coverage: &mut Coverage,
+) -> Result<(), Finding> {
+    #[cfg(not(loom))]
+    {
+        let count = || {
+            if let Some(seen) = seen {
+                seen.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+            }
+        };
+        Harness::<C, M>::new().run_covered(ops, count, coverage)
+    }
+    #[cfg(loom)]
+    {
+        let ops: std::sync::Arc<[Op]> = ops.into();
+        let seen = seen.cloned();
+        let (result, reached) = crate::loom::sequential(move || {
+            let mut reached = Coverage::default();
+            let count = || {
+                if let Some(seen) = &seen {
+                    seen.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+                }
+            };
+            let r = Harness::<C, M>::new()
+                .check_every(LOOM_CHECK_EVERY)
+                .run_covered(&ops, count, &mut reached);
+            (r, reached)
+        });
+        coverage.add(&reached);
+        result
+    }
+}
+
+/// Under `--cfg loom`: the whole-heap checks (`check_live` over every live allocation, the
+/// statistics) run every this many operations and at the end, instead of after every one. loom
+/// counts each thread's operations in 16 bits, and past 65,535 in one execution it reports
+/// false causality violations: with those checks after every step, a case of 400 operations
+/// gets there (they cost one arena lock per live allocation). The per-operation checks
+/// (addresses, regions, the reference model's pick, contents) still run on every operation.
+pub const LOOM_CHECK_EVERY: usize = 25;
+
+/// Under `--cfg loom`: the longest case a [`search`] generates, whatever it is asked for. With
+/// whole-heap checks every [`LOOM_CHECK_EVERY`] operations, cases of about 1,500 operations
+/// reach loom's 16-bit operation counter; 800 keeps a margin.
+pub const LOOM_MAX_STEPS: usize = 800;
+
+/// Runs `ops` on a fresh `Harness<C, M>` as [`run_case`] does (under loom, in a one-thread
+/// model); its first finding. The kit's printed reproductions call this.
+pub fn replay<C: Config, M: ReuseModel>(ops: &[Op]) -> Result<(), Finding> {
+    run_case::<C, M>(ops, None, &mut Coverage::default())
+}
+
+/// Candidate sequences proptest's shrinker may run after the first failure of a [`search`].
+pub const SHRINK_BUDGET: usize = 1024;
+
 /// As [`find_counterexample`], also returning the coverage the cases reached. A failure is
-/// shrunk by proptest (within a budget), then [`minimize`]d.
+/// shrunk by proptest (within [`SHRINK_BUDGET`] runs), then [`minimize`]d.
+///
+/// Under `--cfg loom` each case is a one-thread loom model ([`run_case`]), and cases are at most
+/// [`LOOM_MAX_STEPS`] long.
 pub fn search<C: Config, M: ReuseModel>(cases: u32, max_steps: usize, seed: Option<u64>) -> Search {
+    #[cfg(loom)]
+    let max_steps = max_steps.min(LOOM_MAX_STEPS);
     let mut cfg = config(cases);
-    cfg.max_shrink_iters = 1024;
+    // proptest prints "Aborting shrinking ..." on stderr, whatever its verbosity, when it stops
+    // at its own limit: the budget is kept here instead (see the closure below), and proptest's
+    // limit is never reached (`u32::MAX` itself means "4 per case" to proptest).
+    cfg.max_shrink_iters = u32::MAX - 1;
     if let Some(s) = seed {
         cfg.rng_seed = proptest::test_runner::RngSeed::Fixed(s);
     }
     let coverage = core::cell::RefCell::new(Coverage::default());
-    // The finding of the latest failing case: proptest keeps a shrunk sequence only when it
-    // fails, so at the end this is the finding of the sequence it reports.
-    let last_finding = core::cell::RefCell::new(None);
+    // The latest failing sequence and its finding: proptest shrinks a failure by trying
+    // simpler candidates and keeping each that fails, so at the end this is the sequence it
+    // reports (the same operations, and the finding they had when they ran).
+    let last_failure = core::cell::RefCell::new(None::<(Vec<Op>, Finding)>);
+    let shrink_runs = core::cell::Cell::new(0usize);
     let mut runner = TestRunner::new(cfg);
     // Cases of at least half the longest length: with the default 400 operations, every case
     // gets through the first growing phase (`ops::GROW`), most into the shrinking one.
     let strategy = OpsMachine::sequential_strategy((max_steps / 2).max(1)..max_steps.max(2));
     let result = runner.run(&strategy, |(_, ops, seen)| {
+        if last_failure.borrow().is_some() {
+            // Shrinking: past the budget every candidate counts as passing, so the shrinker
+            // winds back to the last failing one and stops, silently.
+            if shrink_runs.get() >= SHRINK_BUDGET {
+                return Ok(());
+            }
+            shrink_runs.set(shrink_runs.get() + 1);
+        }
         // Tell the shrinker how far the sequence got: it first drops what was never reached.
-        Harness::<C, M>::new()
-            .run_covered(
-                &ops,
-                || {
-                    if let Some(seen) = &seen {
-                        seen.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
-                    }
-                },
-                &mut coverage.borrow_mut(),
-            )
-            .map_err(|f| {
-                let why = TestCaseError::fail(f.to_string());
-                *last_finding.borrow_mut() = Some(f);
-                why
-            })
+        run_case::<C, M>(&ops, seen.as_ref(), &mut coverage.borrow_mut()).map_err(|f| {
+            let why = TestCaseError::fail(f.to_string());
+            *last_failure.borrow_mut() = Some((ops, f));
+            why
+        })
     });
     let counterexample = match result {
         Ok(()) => None,
-        Err(TestError::Fail(why, (_, ops, _))) => {
-            // A finding can hang on where the OS put the chunks (a policy that orders them by
-            // address), and tests running beside this one in the process move that: replay a
-            // few times, and if no replay fails, keep the finding the shrunk sequence had when
-            // proptest ran it (minimizing then keeps the sequence as it is).
-            let f = (0..16)
-                .find_map(|_| Harness::<C, M>::run(&ops).err())
-                .or_else(|| last_finding.borrow_mut().take())
+        Err(TestError::Fail(why, _)) => {
+            let (ops, f) = last_failure
+                .into_inner()
                 .unwrap_or_else(|| panic!("proptest reported a failure it never saw: {why}"));
             Some(minimize::<C, M>(ops, f))
         }
@@ -236,7 +303,7 @@ pub fn minimize<C: Config, M: ReuseModel>(ops: Vec<Op>, finding: Finding) -> (Ve
                 .cloned()
                 .collect();
             runs += 1;
-            match Harness::<C, M>::run(&candidate) {
+            match replay::<C, M>(&candidate) {
                 Err(g) if same_failure(&best.1, &g) => {
                     best = (candidate, g);
                     reduced = true;
@@ -280,42 +347,73 @@ fn type_paths(full: &str, mut f: impl FnMut(&str, Option<char>)) {
     f(&word, None);
 }
 
-/// The `use` items that bring alloclab's own types in `full` into scope, by their public
-/// paths (the crates re-export them at the root; `configs` is a public module).
-fn alloclab_imports(full: &str, imports: &mut Vec<String>) {
-    type_paths(full, |path, _| {
-        let mut parts = path.split("::");
-        let (Some(krate), Some(last)) = (parts.next(), path.rsplit("::").next()) else {
-            return;
-        };
-        let import = match krate {
-            "alloclab_policies" if path.contains("::configs::") => {
-                format!("alloclab_policies::configs::{last}")
-            }
-            "alloclab_policies" | "alloclab_verify" => format!("{krate}::{last}"),
-            _ => return,
-        };
-        if !imports.contains(&import) {
-            imports.push(import);
-        }
-    });
+/// The name of the crate this process's tests belong to, from the test binary's name
+/// (`kit-0123456789abcdef` for `tests/kit.rs`, `my_policy-...` for the library's unit tests):
+/// a type defined there is `crate::...` in code pasted into it.
+fn test_crate() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let stem = exe.file_stem()?.to_str()?;
+    let (name, hash) = stem.rsplit_once('-')?;
+    hash.chars()
+        .all(|c| c.is_ascii_hexdigit())
+        .then(|| name.replace('-', "_"))
 }
 
-/// A counterexample as a `#[test]` to paste next to the policy (its types named as imported
-/// there; alloclab's own are in `alloclab_policies` and `alloclab_verify`).
+/// Type name `full` (as `core::any::type_name` gives it) written with paths that resolve in a
+/// test of the crate being tested: alloclab's own types through `alloclab_verify` (which every
+/// crate running the kit depends on; the crates re-export their types at the root, `configs` is
+/// a public module of the policies), the test crate's own types through `crate::`, every other
+/// path as the compiler names it.
+pub fn pastable_type_name(full: &str) -> String {
+    pastable_in(full, test_crate().as_deref())
+}
+
+fn pastable_in(full: &str, this_crate: Option<&str>) -> String {
+    let mut out = String::new();
+    type_paths(full, |path, sep| {
+        let last = path.rsplit("::").next().unwrap_or("");
+        let krate = path.split("::").next().unwrap_or("");
+        match krate {
+            _ if !path.contains("::") => out.push_str(path),
+            "alloclab_policies" if path.contains("::configs::") => {
+                out.push_str("alloclab_verify::policies::configs::");
+                out.push_str(last);
+            }
+            "alloclab_policies" => {
+                out.push_str("alloclab_verify::policies::");
+                out.push_str(last);
+            }
+            "alloclab_verify" => {
+                out.push_str("alloclab_verify::");
+                out.push_str(last);
+            }
+            k if Some(k) == this_crate => {
+                out.push_str("crate");
+                out.push_str(&path[k.len()..]);
+            }
+            _ => out.push_str(path),
+        }
+        out.extend(sep);
+    });
+    out
+}
+
+/// A counterexample as a `#[test]` to paste into a test file of the crate being tested (the
+/// one that defines the policy or the model, or any that depends on them): every type is named
+/// by [`pastable_type_name`], so the test compiles there as it is, and fails with `finding`.
 pub fn as_test<C: Config, M: ReuseModel>(ops: &[Op], finding: &Finding) -> String {
     let (config, model) = (core::any::type_name::<C>(), core::any::type_name::<M>());
-    let mut imports = vec![
-        "alloclab_verify::Harness".to_string(),
-        "alloclab_verify::Op".into(),
-    ];
-    alloclab_imports(config, &mut imports);
-    alloclab_imports(model, &mut imports);
     let mut t = String::from("#[test]\nfn counterexample() {\n");
-    for i in &imports {
-        t.push_str(&format!("    use {i};\n"));
-    }
-    t.push_str(&format!("    // Fails with: {finding}\n    let ops = [\n"));
+    t.push_str(&format!(
+        "    // The config {config}\n    // and the model {model}, as the compiler names them.\n"
+    ));
+    t.push_str(&format!("    // Fails with: {finding}\n"));
+    t.push_str("    use alloclab_verify::Op;\n");
+    t.push_str(&format!(
+        "    type Config = {};\n    type Model = {};\n    let ops = [\n",
+        pastable_type_name(config),
+        pastable_type_name(model),
+    ));
     // Runs of one operation are written once with their count, so that a long run of equal
     // allocations stays one line of the test.
     let mut rest = ops;
@@ -324,10 +422,35 @@ pub fn as_test<C: Config, M: ReuseModel>(ops: &[Op], finding: &Finding) -> Strin
         t.push_str(&format!("        vec![Op::{op:?}; {n}],\n"));
         rest = &rest[n..];
     }
-    t.push_str(&format!(
-        "    ]\n    .concat();\n    Harness::<{}, {}>::run(&ops).unwrap();\n}}\n",
-        short_type_name(config),
-        short_type_name(model),
-    ));
+    // `replay` runs in a loom model of one thread under `--cfg loom`: the test runs in both.
+    t.push_str(
+        "    ]\n    .concat();\n    alloclab_verify::machine::replay::<Config, Model>(&ops).unwrap();\n}\n",
+    );
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pastable_in;
+
+    #[test]
+    fn pastable_names_reach_alloclab_through_verify_and_the_test_crate_through_crate() {
+        let full = "alloclab_policies::configs::Using<kit::inner::Twin<true>, \
+                    alloclab_policies::arena::thread_local::ThreadLocal<496>, \
+                    alloclab_policies::front::ThreadCache>";
+        assert_eq!(
+            pastable_in(full, Some("kit")),
+            "alloclab_verify::policies::configs::Using<crate::inner::Twin<true>, \
+             alloclab_verify::policies::ThreadLocal<496>, alloclab_verify::policies::ThreadCache>"
+        );
+        assert_eq!(
+            pastable_in("alloclab_verify::reuse_model::LifoModel", Some("kit")),
+            "alloclab_verify::LifoModel"
+        );
+        // Another crate's paths stay as the compiler names them.
+        assert_eq!(
+            pastable_in("my_policy::Fullest<my_policy::Order>", Some("kit")),
+            "my_policy::Fullest<my_policy::Order>"
+        );
+    }
 }

@@ -8,8 +8,9 @@
 //! | the policy picks the *highest* chunk, checked against the lowest-chunk model | kit: `ReuseModel` |
 //! | the correct policy checked against a model that ignores chunks (plain LIFO) | kit: `ReuseModel` |
 //!
-//! The correct policy against its correct model passes, so the model itself is right.
-#![cfg(not(loom))]
+//! The correct policy against its correct model passes, so the model itself is right. All of
+//! this runs in both builds: under `--cfg loom` every state-machine case is a one-thread loom
+//! model, so the kit catches both mistakes there too.
 
 use alloclab_core::size_class::CHUNK;
 use alloclab_core::{Removal, RunReuse};
