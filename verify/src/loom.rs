@@ -6,7 +6,8 @@
 //! `alloclab_core::loom_thread_exit()`, which is where "thread exit" happens in a model.
 
 use crate::finding::{Check, Finding};
-use crate::harness::{check_pattern, fill_pattern};
+use crate::harness::fill_pattern;
+use crate::threads::{intact, Block};
 use alloclab_core::{Config, Heap};
 use loom::sync::Arc;
 
@@ -183,14 +184,6 @@ pub fn cross_thread_check<C: Config>() -> Result<usize, Finding> {
     })
 }
 
-/// A block of the cross-thread model: where, how big, and the tag of its pattern.
-#[derive(Clone, Copy)]
-struct Block {
-    ptr: usize,
-    size: usize,
-    tag: u64,
-}
-
 /// The size of the cross-thread model's blocks (one bin).
 const BLOCK: usize = 448;
 
@@ -208,18 +201,6 @@ fn alloc<C: Config>(heap: &Heap<C>, tag: u64) -> Result<Block, Finding> {
     // SAFETY: a fresh allocation of `BLOCK` bytes.
     unsafe { fill_pattern(b.ptr, b.size, b.tag) };
     Ok(b)
-}
-
-fn intact(b: Block) -> Result<(), Finding> {
-    // SAFETY: a live allocation of `b.size` bytes.
-    match unsafe { check_pattern(b.ptr, b.size, b.size, b.tag) } {
-        None => Ok(()),
-        Some(off) => Err(Finding::new(
-            Check::Contents,
-            0,
-            format!("{:#x} ({} B) changed at offset {off}", b.ptr, b.size),
-        )),
-    }
 }
 
 fn violation(v: alloclab_core::Violation) -> Finding {

@@ -21,11 +21,13 @@ fn size(rng: &mut Rng) -> usize {
     }
 }
 
+/// A block of the cross-thread checks (this smoke and the loom model): where, how big, and the
+/// tag of its pattern.
 #[derive(Clone, Copy)]
-struct Block {
-    ptr: usize,
-    size: usize,
-    tag: u64,
+pub(crate) struct Block {
+    pub(crate) ptr: usize,
+    pub(crate) size: usize,
+    pub(crate) tag: u64,
 }
 
 fn fill(b: Block) {
@@ -33,7 +35,7 @@ fn fill(b: Block) {
     unsafe { fill_pattern(b.ptr, b.size, b.tag) };
 }
 
-fn intact(b: Block) -> Result<(), Finding> {
+pub(crate) fn intact(b: Block) -> Result<(), Finding> {
     // SAFETY: a live allocation of at least `size` bytes.
     match unsafe { check_pattern(b.ptr, b.size, b.size, b.tag) } {
         None => Ok(()),
