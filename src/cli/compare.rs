@@ -6,7 +6,7 @@ use crate::measure::runner::{self, RunOptions, Shard};
 use crate::measure::schema::{Plan, Results};
 use crate::measure::subjects::{self, HeapConf, SubjectEntry};
 use crate::measure::workloads::{self, Workload};
-use crate::measure::{env, merge, peers, pilot, programs, report};
+use crate::measure::{campaign, env, merge, peers, pilot, programs, report};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -69,7 +69,8 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',', num_args = 1.., value_parser = thread_count)]
     pub threads: Option<Vec<usize>>,
     /// Seed of the shuffled order, the environment paddings and the workloads (default: from
-    /// the clock; always recorded in results.json).
+    /// the clock, or with --shard a hash of the plan's options, the same for every shard;
+    /// always recorded in results.json).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Amount of work relative to the full workloads (default 1; quick 0.1).
@@ -195,7 +196,7 @@ pub fn options(
         .unwrap_or(if args.quick { QUICK_REPS } else { FULL_REPS });
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find the running binary to re-execute: {e}"))?;
-    let opts = RunOptions {
+    let mut opts = RunOptions {
         plan: Plan {
             subjects,
             workloads: workload_names,
@@ -221,6 +222,10 @@ pub fn options(
         progress: !args.no_progress,
         scratch: args.out.join("callgrind"),
     };
+    if args.seed.is_none() && args.shard.is_some() {
+        // Each shard's clock would give it its own schedule, and merge would refuse them.
+        opts.plan.seed = campaign::derived_seed(&opts.plan);
+    }
     runner::validate(&opts, entries, workloads)?;
     if !opts.plan.subjects.contains(&args.baseline) {
         return Err(format!(
