@@ -375,11 +375,26 @@ pub fn merge(args: &MergeArgs) -> ExitCode {
             Err(e) => return fail("merge", e),
         }
     }
+    let names = || {
+        args.dirs
+            .iter()
+            .enumerate()
+            .map(|(k, d)| format!("part {} is {}", k + 1, d.display()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let merged = match merge::merge(parts) {
         Ok(m) => m,
-        Err(e) => return fail("merge", e),
+        Err(e) => return fail("merge", format!("{e}\n({})", names())),
     };
-    match write_outputs(&merged, &args.out, args.latex) {
+    for (copy, first) in &merged.duplicates {
+        eprintln!(
+            "alloclab merge: {} is the same result as {}: counted once",
+            args.dirs[copy - 1].display(),
+            args.dirs[first - 1].display()
+        );
+    }
+    match write_outputs(&merged.results, &args.out, args.latex) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail("merge", e),
     }

@@ -188,6 +188,34 @@ pub struct InstructionMetrics {
     pub ll_misses: f64,
 }
 
+/// One cell of the grid in one round: subject, workload, threads, round. A complete grid has
+/// each exactly once, measured or failed.
+pub type CellKey = (String, String, usize, usize);
+
+impl Measurement {
+    /// The cell and round this measures.
+    pub fn cell_key(&self) -> CellKey {
+        (
+            self.subject.clone(),
+            self.workload.clone(),
+            self.threads,
+            self.round,
+        )
+    }
+}
+
+impl Failure {
+    /// The cell and round that failed.
+    pub fn cell_key(&self) -> CellKey {
+        (
+            self.subject.clone(),
+            self.workload.clone(),
+            self.threads,
+            self.round,
+        )
+    }
+}
+
 /// A measurement that did not produce figures.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
