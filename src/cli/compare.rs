@@ -2,6 +2,8 @@
 //! of `measure::runner`.
 
 use crate::measure::child::{self, ChildArgs};
+use crate::measure::journal::Header;
+use crate::measure::resume::{self, Mode};
 use crate::measure::runner::{self, RunOptions, Shard};
 use crate::measure::schema::{Plan, Results};
 use crate::measure::subjects::{self, HeapConf, SubjectEntry};
@@ -96,6 +98,10 @@ pub struct CompareArgs {
     /// Run a deterministic slice i/n of the schedule (combine the parts with `alloclab merge`).
     #[arg(long)]
     pub shard: Option<Shard>,
+    /// Continue the run interrupted in --out: keep what its journal (or results.json) holds
+    /// and measure only what is missing (the same options; the seed is the recorded one).
+    #[arg(long, conflicts_with = "pilot")]
+    pub resume: bool,
     /// Measure installed programs (python3, lua5.4, sqlite3, perl) and a start-up program
     /// (`malloc(64)`, 100 processes per measurement; needs `cc`) under LD_PRELOAD of Debian's
     /// allocators and liballoclab.so instead of the built-in workloads; --workloads picks
@@ -274,6 +280,13 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
             "--preload names a library to preload into programs: it needs --programs",
         );
     }
+    if (args.shard.is_some() || args.resume) && args.programs {
+        return fail(
+            "compare",
+            "--shard and --resume slice and continue the built-in workloads' schedule; \
+             --programs runs whole",
+        );
+    }
     if !args.heap_conf.is_empty() && args.programs {
         return fail(
             "compare",
@@ -301,12 +314,35 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
         };
     }
     let workloads = all_workloads();
-    let opts = match options(entries, &workloads, args) {
+    let mut opts = match options(entries, &workloads, args) {
         Ok(o) => o,
         Err(e) => return fail("compare", e),
     };
     let environment = env::capture(std::env::args().collect(), peers::versions());
-    let run = match runner::run(&opts, &workloads, environment) {
+    let mode = if args.resume {
+        Mode::Resume {
+            keep_recorded_seed: args.seed.is_none(),
+        }
+    } else {
+        Mode::Fresh
+    };
+    let header = Header::new(environment.clone(), runner::plan(&opts));
+    let mut opened = match resume::open(&args.out, header, mode) {
+        Ok(o) => o,
+        Err(e) => return fail("compare", e),
+    };
+    for note in &opened.notes {
+        eprintln!("alloclab compare: {note}");
+    }
+    opts.plan.seed = opened.journal.header().plan.seed;
+    if args.seed.is_none() && args.shard.is_some() {
+        eprintln!(
+            "alloclab compare: seed {} (derived from the plan: every shard of these options \
+             has it)",
+            opts.plan.seed
+        );
+    }
+    let run = match runner::run(&opts, &workloads, environment, Some(&mut opened.journal)) {
         Ok(r) => r,
         Err(e) => return fail("compare", e),
     };
@@ -320,6 +356,9 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
         print!("{advice}");
     }
     if let Err(e) = write_outputs(&run.results, &args.out, args.latex) {
+        return fail("compare", e);
+    }
+    if let Err(e) = opened.journal.finish() {
         return fail("compare", e);
     }
     if !run.results.failures.is_empty() {
