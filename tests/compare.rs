@@ -448,8 +448,7 @@ fn unseeded_shards_share_one_seed_and_merge_into_the_unsharded_grid() {
             path(&dirs[0]),
             "--out".into(),
             path(&merged),
-        ]
-        .to_vec(),
+        ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

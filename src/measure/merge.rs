@@ -152,11 +152,14 @@ pub fn merge(parts: Vec<Results>) -> Result<Merged, String> {
     })
 }
 
+/// Parts with their number (from 1) on the command line.
+type Numbered = Vec<(usize, Results)>;
+/// (number of a copy, number of the part it repeats).
+type Copies = Vec<(usize, usize)>;
+
 /// The parts, numbered from 1, without those identical to an earlier one (compared as the
 /// JSON they are written as, in which NaN figures are equal), and the copies left out.
-fn without_copies(
-    parts: Vec<Results>,
-) -> Result<(Vec<(usize, Results)>, Vec<(usize, usize)>), String> {
+fn without_copies(parts: Vec<Results>) -> Result<(Numbered, Copies), String> {
     let mut kept: Vec<(usize, Results, String)> = Vec::new();
     let mut copies = Vec::new();
     for (k, part) in parts.into_iter().enumerate() {
