@@ -369,3 +369,242 @@ fn programs_measure_the_startup_program_alone_when_asked() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A grid small enough to run in seconds several times over: two in-process subjects, one
+/// cheap workload, one thread count.
+fn small_grid(reps: &str) -> Vec<String> {
+    [
+        "--subjects",
+        "lifo,system",
+        "--workloads",
+        "churn",
+        "--threads",
+        "1",
+        "--reps",
+        reps,
+        "--scale",
+        "0.02",
+        "--no-progress",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn compare_args(out: &Path, grid: &[String], extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["compare".to_string(), "--out".into(), path(out)];
+    args.extend_from_slice(grid);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn path(p: &Path) -> String {
+    p.to_str().unwrap().to_string()
+}
+
+fn run(args: &[String]) -> Output {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    alloclab(&args)
+}
+
+fn run_ok(args: &[String]) -> Output {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The three-shell sequence of issue 27: shards without --seed share one seed, and merge
+/// (given the parts out of order, one twice) makes the unsharded grid of that seed.
+#[test]
+fn unseeded_shards_share_one_seed_and_merge_into_the_unsharded_grid() {
+    let grid = small_grid("2");
+    let dirs: Vec<PathBuf> = (1..=3).map(|i| scratch(&format!("unseeded{i}"))).collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        let out = run_ok(&compare_args(
+            dir,
+            &grid,
+            &["--shard", &format!("{}/3", i + 1)],
+        ));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("derived from the plan"), "{err}");
+    }
+    let parts: Vec<Results> = dirs
+        .iter()
+        .map(|d| Results::read(&d.join("results.json")).unwrap())
+        .collect();
+    let seed = parts[0].plan.seed;
+    assert!(parts.iter().all(|p| p.plan.seed == seed), "one seed");
+
+    let merged = scratch("unseeded-merged");
+    let out = run_ok(
+        &[
+            "merge".to_string(),
+            path(&dirs[2]),
+            path(&dirs[0]),
+            path(&dirs[1]),
+            path(&dirs[0]),
+            "--out".into(),
+            path(&merged),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("counted once"),
+        "the repeated part is reported: {err}"
+    );
+    let rm = Results::read(&merged.join("results.json")).unwrap();
+    assert_eq!(rm.plan.shards, ["1/3", "2/3", "3/3"]);
+    assert_eq!(keys(&rm).len(), rm.measurements.len(), "no cell twice");
+
+    let whole = scratch("unseeded-whole");
+    run_ok(&compare_args(&whole, &grid, &["--seed", &seed.to_string()]));
+    let rw = Results::read(&whole.join("results.json")).unwrap();
+    assert_eq!(keys(&rm), keys(&rw), "merged shards = the unsharded grid");
+    assert_eq!(rw.measurements.len(), 2 * 3, "two subjects, three rounds");
+
+    // A shard of other options gets another seed, and merge says which fields differ.
+    let odd = scratch("unseeded-odd");
+    run_ok(&compare_args(&odd, &small_grid("3"), &["--shard", "2/3"]));
+    let r = run(&[
+        "merge".to_string(),
+        path(&dirs[0]),
+        path(&odd),
+        "--out".into(),
+        path(&merged),
+    ]);
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("reps: part 1 = 2, part 2 = 3") && err.contains("seed: part 1 = "),
+        "{err}"
+    );
+    for d in dirs.iter().chain([&merged, &whole, &odd]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// A shard SIGKILLed mid-run keeps what it measured: `--resume` measures only the rest
+/// (dropping a torn last record), refuses other options, and the result merges with the
+/// other shard into the unsharded grid, no cell twice.
+#[test]
+fn a_killed_shard_resumes_and_merges_into_the_full_grid() {
+    let grid = small_grid("4");
+    let seeded = ["--seed", "7"];
+    let (a, b) = (scratch("killed1"), scratch("killed2"));
+    let shard1 = compare_args(&a, &grid, &[&seeded[..], &["--shard", "1/2"]].concat());
+    let journal = a.join(alloclab::measure::journal::FILE_NAME);
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_alloclab"))
+        .args(&shard1)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the header and one record, then kill: the shard has five measurements, so it
+    // is still running unless it finished them all in the time of one poll.
+    loop {
+        let lines = std::fs::read(&journal)
+            .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+            .unwrap_or(0);
+        if lines >= 2 {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the shard ended before it recorded a measurement"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !a.join("results.json").exists(),
+        "killed before the end (grow the grid if this fails)"
+    );
+    let before = alloclab::measure::journal::read(&journal).unwrap().unwrap();
+    assert!(!before.measurements.is_empty());
+    // A record torn by the kill.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&journal)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"subject\":\"lifo\",\"descr").unwrap();
+    drop(f);
+    let journal_text = std::fs::read(&journal).unwrap();
+
+    // Without --resume the journal is not overwritten.
+    let r = run(&shard1);
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("unfinished run") && err.contains("--resume"),
+        "{err}"
+    );
+    // Other options are refused, naming them.
+    let other = compare_args(
+        &a,
+        &small_grid("5"),
+        &[&seeded[..], &["--shard", "1/2", "--resume"]].concat(),
+    );
+    let r = run(&other);
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("reps: recorded = 4, this command = 5"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&journal).unwrap(), journal_text, "untouched");
+
+    let resumed = [&shard1[..], &["--resume".to_string()]].concat();
+    let out = run_ok(&resumed);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("dropped a torn last record"), "{err}");
+    assert!(!journal.exists(), "results.json holds everything now");
+    let ra = Results::read(&a.join("results.json")).unwrap();
+    assert_eq!(
+        ra.measurements.len(),
+        5,
+        "half of two subjects by five rounds"
+    );
+    assert_eq!(keys(&ra).len(), ra.measurements.len(), "no cell twice");
+    for m in &before.measurements {
+        assert!(
+            ra.measurements.contains(m),
+            "kept as measured before the kill, not measured again: {m:?}"
+        );
+    }
+    // Resuming a finished shard measures nothing more.
+    run_ok(&resumed);
+    let again = Results::read(&a.join("results.json")).unwrap();
+    assert_eq!(again.measurements, ra.measurements);
+
+    run_ok(&compare_args(
+        &b,
+        &grid,
+        &[&seeded[..], &["--shard", "2/2"]].concat(),
+    ));
+    let merged = scratch("killed-merged");
+    run_ok(&[
+        "merge".to_string(),
+        path(&a),
+        path(&b),
+        "--out".into(),
+        path(&merged),
+    ]);
+    let rm = Results::read(&merged.join("results.json")).unwrap();
+    let whole = scratch("killed-whole");
+    run_ok(&compare_args(&whole, &grid, &seeded));
+    let rw = Results::read(&whole.join("results.json")).unwrap();
+    assert_eq!(keys(&rm), keys(&rw), "merged = the unsharded grid");
+    assert_eq!(
+        rm.measurements.len(),
+        rw.measurements.len(),
+        "no cell twice"
+    );
+    for d in [a, b, merged, whole] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

@@ -3,7 +3,8 @@
 # slurm.conf naming this host, munged, slurmctld and slurmd started here (as root, without
 # systemd) and stopped by PID at the end. Submits a 3-task array of `compare --shard i/3` on a
 # tiny grid, waits for it, merges the shards and checks the merged grid against an unsharded
-# run of the same grid. Needs Debian's slurm-wlm and munge, and a release build of alloclab
+# run of the same grid; then puts one shard in the state a kill leaves, submits the array
+# again and checks that the requeued task continued it (--resume) into the same grid. Needs Debian's slurm-wlm and munge, and a release build of alloclab
 # (`cargo build --release`; or ALLOCLAB=path/to/alloclab).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -95,19 +96,24 @@ for i in $(seq 120); do
 done
 
 grid=(--subjects lifo,system --workloads churn,thread-arena --threads 1,2 --reps 2 --scale 0.02)
-seed=2024
+submit() {
+    sbatch --wait --array=1-3 --chdir="$PWD" --output="$work/task-%a.out" --open-mode=append \
+        --export=ALL,ALLOCLAB="$alloclab" \
+        papers/slurm/compare-array.sbatch --out "$work/runs" -- "${grid[@]}" ||
+        { cat "$work"/task-*.out "$work/slurmctld.log" "$work/slurmd.log" 2>/dev/null | tail -50; exit 1; }
+}
+# No --seed: the shards must derive one seed from the plan between them.
 echo "submitting a 3-task array"
-sbatch --wait --array=1-3 --chdir="$PWD" --output="$work/task-%a.out" \
-    --export=ALL,ALLOCLAB="$alloclab" \
-    papers/slurm/compare-array.sbatch --seed "$seed" --out "$work/runs" -- "${grid[@]}" ||
-    { cat "$work"/task-*.out "$work/slurmctld.log" "$work/slurmd.log" 2>/dev/null | tail -50; exit 1; }
-
+submit
 "$alloclab" merge "$work"/runs/shard-1 "$work"/runs/shard-2 "$work"/runs/shard-3 \
     --out "$work/merged" 2>/dev/null
+seed="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["plan"]["seed"])' \
+    "$work/merged/results.json")"
 "$alloclab" compare --no-progress --seed "$seed" --out "$work/whole" "${grid[@]}" 2>/dev/null
 
 # The merged shards must hold exactly the unsharded run's schedule.
-python3 - "$work/merged/results.json" "$work/whole/results.json" <<'PY'
+check_grid() {
+    python3 - "$work/merged/results.json" "$work/whole/results.json" "$1" <<'PY'
 import json, sys
 def keys(path):
     r = json.load(open(path))
@@ -115,5 +121,38 @@ def keys(path):
                   for m in r["measurements"])
 merged, whole = keys(sys.argv[1]), keys(sys.argv[2])
 assert merged == whole, f"merged {len(merged)} measurements differ from the unsharded {len(whole)}"
-print(f"slurm array of 3 shards merged: {len(merged)} measurements, the unsharded grid")
+print(f"slurm array of 3 shards {sys.argv[3]}: {len(merged)} measurements, the unsharded grid")
 PY
+}
+check_grid merged
+
+# A task killed mid-run and requeued: shard 2 is put back in the state a SIGKILL leaves
+# (no results.json; a journal of its first measurements and a torn last record). The array,
+# submitted again, must continue shard 2 and leave shards 1 and 3 as they were.
+python3 - "$work/runs/shard-2" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+r = json.load(open(os.path.join(d, "results.json")))
+header = {"alloclab_journal": 1, "schema_version": r["schema_version"],
+          "environment": r["environment"], "plan": r["plan"]}
+kept = r["measurements"][: len(r["measurements"]) // 2]
+with open(os.path.join(d, "journal.jsonl"), "w") as f:
+    f.write(json.dumps(header) + "\n")
+    for m in kept:
+        f.write(json.dumps(m) + "\n")
+    f.write(json.dumps(r["measurements"][len(kept)])[:40])
+os.remove(os.path.join(d, "results.json"))
+PY
+echo "resubmitting the array after shard 2 was killed"
+submit
+grep -q "resuming .*journal.jsonl" "$work/task-2.out" ||
+    { echo "task 2 did not resume its journal"; cat "$work/task-2.out"; exit 1; }
+grep -q "dropped a torn last record" "$work/task-2.out" ||
+    { echo "task 2 did not drop the torn record"; cat "$work/task-2.out"; exit 1; }
+grep -q "resuming .*results.json: .* kept" "$work/task-1.out" ||
+    { echo "task 1 did not keep its finished results"; cat "$work/task-1.out"; exit 1; }
+[ ! -e "$work/runs/shard-2/journal.jsonl" ] || { echo "shard 2's journal outlived its results.json"; exit 1; }
+rm -rf "$work/merged"
+"$alloclab" merge "$work"/runs/shard-1 "$work"/runs/shard-2 "$work"/runs/shard-3 \
+    --out "$work/merged" 2>/dev/null
+check_grid "merged after a requeue"

@@ -2,11 +2,13 @@
 //! of `measure::runner`.
 
 use crate::measure::child::{self, ChildArgs};
+use crate::measure::journal::Header;
+use crate::measure::resume::{self, Mode};
 use crate::measure::runner::{self, RunOptions, Shard};
 use crate::measure::schema::{Plan, Results};
 use crate::measure::subjects::{self, HeapConf, SubjectEntry};
 use crate::measure::workloads::{self, Workload};
-use crate::measure::{env, merge, peers, pilot, programs, report};
+use crate::measure::{campaign, env, merge, peers, pilot, programs, report};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -69,7 +71,8 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',', num_args = 1.., value_parser = thread_count)]
     pub threads: Option<Vec<usize>>,
     /// Seed of the shuffled order, the environment paddings and the workloads (default: from
-    /// the clock; always recorded in results.json).
+    /// the clock, or with --shard a hash of the plan's options, the same for every shard;
+    /// always recorded in results.json).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Amount of work relative to the full workloads (default 1; quick 0.1).
@@ -95,6 +98,10 @@ pub struct CompareArgs {
     /// Run a deterministic slice i/n of the schedule (combine the parts with `alloclab merge`).
     #[arg(long)]
     pub shard: Option<Shard>,
+    /// Continue the run interrupted in --out: keep what its journal (or results.json) holds
+    /// and measure only what is missing (the same options; the seed is the recorded one).
+    #[arg(long, conflicts_with = "pilot")]
+    pub resume: bool,
     /// Measure installed programs (python3, lua5.4, sqlite3, perl) and a start-up program
     /// (`malloc(64)`, 100 processes per measurement; needs `cc`) under LD_PRELOAD of Debian's
     /// allocators and liballoclab.so instead of the built-in workloads; --workloads picks
@@ -195,7 +202,7 @@ pub fn options(
         .unwrap_or(if args.quick { QUICK_REPS } else { FULL_REPS });
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find the running binary to re-execute: {e}"))?;
-    let opts = RunOptions {
+    let mut opts = RunOptions {
         plan: Plan {
             subjects,
             workloads: workload_names,
@@ -221,6 +228,10 @@ pub fn options(
         progress: !args.no_progress,
         scratch: args.out.join("callgrind"),
     };
+    if args.seed.is_none() && args.shard.is_some() {
+        // Each shard's clock would give it its own schedule, and merge would refuse them.
+        opts.plan.seed = campaign::derived_seed(&opts.plan);
+    }
     runner::validate(&opts, entries, workloads)?;
     if !opts.plan.subjects.contains(&args.baseline) {
         return Err(format!(
@@ -269,6 +280,13 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
             "--preload names a library to preload into programs: it needs --programs",
         );
     }
+    if (args.shard.is_some() || args.resume) && args.programs {
+        return fail(
+            "compare",
+            "--shard and --resume slice and continue the built-in workloads' schedule; \
+             --programs runs whole",
+        );
+    }
     if !args.heap_conf.is_empty() && args.programs {
         return fail(
             "compare",
@@ -296,12 +314,35 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
         };
     }
     let workloads = all_workloads();
-    let opts = match options(entries, &workloads, args) {
+    let mut opts = match options(entries, &workloads, args) {
         Ok(o) => o,
         Err(e) => return fail("compare", e),
     };
     let environment = env::capture(std::env::args().collect(), peers::versions());
-    let run = match runner::run(&opts, &workloads, environment) {
+    let mode = if args.resume {
+        Mode::Resume {
+            keep_recorded_seed: args.seed.is_none(),
+        }
+    } else {
+        Mode::Fresh
+    };
+    let header = Header::new(environment.clone(), runner::plan(&opts));
+    let mut opened = match resume::open(&args.out, header, mode) {
+        Ok(o) => o,
+        Err(e) => return fail("compare", e),
+    };
+    for note in &opened.notes {
+        eprintln!("alloclab compare: {note}");
+    }
+    opts.plan.seed = opened.journal.header().plan.seed;
+    if args.seed.is_none() && args.shard.is_some() {
+        eprintln!(
+            "alloclab compare: seed {} (derived from the plan: every shard of these options \
+             has it)",
+            opts.plan.seed
+        );
+    }
+    let run = match runner::run(&opts, &workloads, environment, Some(&mut opened.journal)) {
         Ok(r) => r,
         Err(e) => return fail("compare", e),
     };
@@ -315,6 +356,9 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
         print!("{advice}");
     }
     if let Err(e) = write_outputs(&run.results, &args.out, args.latex) {
+        return fail("compare", e);
+    }
+    if let Err(e) = opened.journal.finish() {
         return fail("compare", e);
     }
     if !run.results.failures.is_empty() {
@@ -370,11 +414,26 @@ pub fn merge(args: &MergeArgs) -> ExitCode {
             Err(e) => return fail("merge", e),
         }
     }
+    let names = || {
+        args.dirs
+            .iter()
+            .enumerate()
+            .map(|(k, d)| format!("part {} is {}", k + 1, d.display()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let merged = match merge::merge(parts) {
         Ok(m) => m,
-        Err(e) => return fail("merge", e),
+        Err(e) => return fail("merge", format!("{e}\n({})", names())),
     };
-    match write_outputs(&merged, &args.out, args.latex) {
+    for (copy, first) in &merged.duplicates {
+        eprintln!(
+            "alloclab merge: {} is the same result as {}: counted once",
+            args.dirs[copy - 1].display(),
+            args.dirs[first - 1].display()
+        );
+    }
+    match write_outputs(&merged.results, &args.out, args.latex) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail("merge", e),
     }

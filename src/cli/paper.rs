@@ -148,7 +148,7 @@ fn pass(
     metrics: &[&'static str],
 ) -> Result<usize, String> {
     let environment = env::capture(std::env::args().collect(), peers::versions());
-    let run = runner::run(opts, workloads, environment)?;
+    let run = runner::run(opts, workloads, environment, None)?;
     publish(study, &run.results, out, latex, metrics)
 }
 

@@ -1,11 +1,9 @@
 //! `alloclab merge`: shards of one grid (`compare --shard i/n`) combined into the result an
 //! unsharded run would have written.
 
-use super::schema::{Measurement, Results};
-use std::collections::BTreeSet;
-
-/// One cell of the grid: subject, workload, threads, round.
-type CellKey = (String, String, usize, usize);
+use super::campaign;
+use super::schema::{CellKey, Measurement, Results};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Parses a shard label `i/n`.
 fn parse_shard(label: &str) -> Result<(usize, usize), String> {
@@ -19,113 +17,123 @@ fn parse_shard(label: &str) -> Result<(usize, usize), String> {
     parsed.ok_or_else(|| format!("shard label {label:?} is not of the form i/n"))
 }
 
-/// Combines `parts` into one result:
+/// What [`merge`] made, and the parts it left out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Merged {
+    /// The combined result.
+    pub results: Results,
+    /// Parts that are copies of an earlier part (the same directory given twice, say), left
+    /// out: `(part, the part it repeats)`, numbered from 1 in the order given.
+    pub duplicates: Vec<(usize, usize)>,
+}
+
+/// Combines `parts`, given in any order, into one result:
 ///
-/// - every part must have the same plan apart from its shards (same subjects, workloads,
-///   threads, repetitions, warm-up, baseline, seed, scale and modes), the same schema
-///   version, and come from the same build (alloclab version, commit, rustc);
+/// - a part identical to an earlier one is counted once (and listed in `duplicates`);
+/// - every other part must have the same plan apart from its shards (same subjects,
+///   workloads, threads, repetitions, warm-up, baseline, seed, scale and modes), the same
+///   schema version, and come from the same build (alloclab version, commit, rustc); the
+///   error names each field that differs and its value in each part;
 /// - no cell (subject, workload, threads, round) may appear in two parts, measured or failed,
-///   nor may a shard be given twice;
+///   nor may a shard be in two parts;
 /// - when the shards given are all `n` of a split, every (subject, workload, threads) they
 ///   hold must have every round (warm-up included, `warmup + reps` in all): the merged grid
 ///   is then complete.
 ///
 /// The merged measurements are in the order an unsharded run has them (by round, then by
-/// position in the round's shuffled order); the environment is the first part's, and
-/// `plan.shards` lists the shards merged.
-pub fn merge(parts: Vec<Results>) -> Result<Results, String> {
-    let mut parts = parts.into_iter();
-    let mut merged = parts.next().ok_or("merge: no results to merge")?;
-    let mut plan_key = merged.plan.clone();
-    plan_key.shards.clear();
-    let mut cells: BTreeSet<CellKey> = BTreeSet::new();
-    let key = |subject: &str, workload: &str, threads: usize, round: usize| -> CellKey {
-        (subject.to_string(), workload.to_string(), threads, round)
-    };
-    let claim = |cells: &mut BTreeSet<CellKey>, k: CellKey| -> Result<(), String> {
-        if cells.insert(k.clone()) {
-            Ok(())
-        } else {
-            Err(format!(
-                "merge: subject {} on {} with {} thread(s), round {}, appears in two parts",
-                k.0, k.1, k.2, k.3
-            ))
-        }
-    };
-    let first_cells: Vec<CellKey> = merged
-        .measurements
-        .iter()
-        .map(|m| key(&m.subject, &m.workload, m.threads, m.round))
-        .chain(
-            merged
-                .failures
-                .iter()
-                .map(|f| key(&f.subject, &f.workload, f.threads, f.round)),
-        )
-        .collect();
-    for k in first_cells {
-        claim(&mut cells, k)?;
+/// position in the round's shuffled order); the environment is that of the part with the
+/// lowest shard, and `plan.shards` lists the shards merged in order, so the result does not
+/// depend on the order of the parts.
+pub fn merge(parts: Vec<Results>) -> Result<Merged, String> {
+    if parts.is_empty() {
+        return Err("merge: no results to merge".into());
     }
-    for (index, part) in parts.enumerate() {
-        let mut other = part.plan.clone();
-        other.shards.clear();
-        if other != plan_key {
-            return Err(format!(
-                "merge: part {} was run with another plan than the first (subjects, workloads, \
-                 threads, reps, warm-up, baseline, seed, scale or modes differ)",
-                index + 2
-            ));
+    let (parts, duplicates) = without_copies(parts)?;
+    let label = |number: usize| format!("part {number}");
+
+    let fields: Vec<_> = parts
+        .iter()
+        .map(|(_, r)| {
+            let mut plan = r.plan.clone();
+            plan.shards.clear();
+            let mut f = campaign::build_fields(r.schema_version, &r.environment);
+            f.extend(campaign::plan_fields(&plan));
+            f
+        })
+        .collect();
+    let diffs = campaign::differences(&fields);
+    if !diffs.is_empty() {
+        let labels: Vec<String> = parts.iter().map(|(k, _)| label(*k)).collect();
+        return Err(format!(
+            "merge: the parts were not run with one plan and build, so they are not slices \
+             of one grid:\n{}",
+            campaign::describe(&diffs, &labels)
+        ));
+    }
+
+    let mut split = None;
+    let mut shard_owner: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut parts: Vec<(Vec<usize>, usize, Results)> = parts
+        .into_iter()
+        .map(|(number, part)| {
+            let mut indices = Vec::new();
+            for l in &part.plan.shards {
+                let (i, n) =
+                    parse_shard(l).map_err(|e| format!("merge: {}: {e}", label(number)))?;
+                if *split.get_or_insert(n) != n {
+                    return Err(format!(
+                        "merge: shards of different splits ({l} and one of {})",
+                        split.unwrap_or(n)
+                    ));
+                }
+                if let Some(other) = shard_owner.insert(i, number) {
+                    return Err(format!(
+                        "merge: shard {l} is in {} and in {}, which hold different \
+                         measurements (the shard was run twice?): give one of them",
+                        label(other),
+                        label(number)
+                    ));
+                }
+                indices.push(i);
+            }
+            indices.sort_unstable();
+            Ok((indices, number, part))
+        })
+        .collect::<Result<_, String>>()?;
+    parts.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+
+    let mut owner: BTreeMap<CellKey, usize> = BTreeMap::new();
+    for (_, number, part) in &parts {
+        let keys = part.measurements.iter().map(Measurement::cell_key);
+        for k in keys.chain(part.failures.iter().map(|f| f.cell_key())) {
+            if let Some(other) = owner.insert(k.clone(), *number) {
+                let places = if other == *number {
+                    format!("twice in {}", label(other))
+                } else {
+                    format!("in {} and in {}", label(other), label(*number))
+                };
+                return Err(format!(
+                    "merge: subject {} on {} with {} thread(s), round {}, appears {places}",
+                    k.0, k.1, k.2, k.3
+                ));
+            }
         }
-        let (a, b) = (&merged.environment, &part.environment);
-        if (&a.alloclab_version, &a.commit, &a.rustc) != (&b.alloclab_version, &b.commit, &b.rustc)
-        {
-            return Err(format!(
-                "merge: part {} was measured with another build than the first (alloclab {} \
-                 commit {:?} {} against alloclab {} commit {:?} {})",
-                index + 2,
-                b.alloclab_version,
-                b.commit,
-                b.rustc,
-                a.alloclab_version,
-                a.commit,
-                a.rustc
-            ));
-        }
-        if part.schema_version != merged.schema_version {
-            return Err(format!(
-                "merge: part {} has schema version {}, the first {}",
-                index + 2,
-                part.schema_version,
-                merged.schema_version
-            ));
-        }
-        for m in &part.measurements {
-            claim(&mut cells, key(&m.subject, &m.workload, m.threads, m.round))?;
-        }
-        for f in &part.failures {
-            claim(&mut cells, key(&f.subject, &f.workload, f.threads, f.round))?;
-        }
+    }
+
+    let mut parts = parts.into_iter().map(|(_, _, part)| part);
+    let mut merged = parts.next().expect("at least one part");
+    for part in parts {
         merged.plan.shards.extend(part.plan.shards);
         merged.measurements.extend(part.measurements);
         merged.failures.extend(part.failures);
     }
-
-    let mut seen_shards = BTreeSet::new();
-    let mut split = None;
-    for label in &merged.plan.shards {
-        let (i, n) = parse_shard(label)?;
-        if *split.get_or_insert(n) != n {
-            return Err(format!(
-                "merge: shards of different splits ({label} and one of {})",
-                split.unwrap_or(n)
-            ));
-        }
-        if !seen_shards.insert(i) {
-            return Err(format!("merge: shard {label} is given twice"));
-        }
-    }
+    merged
+        .plan
+        .shards
+        .sort_by_key(|l| parse_shard(l).map_or(0, |(i, _)| i));
     if let Some(n) = split {
-        if seen_shards.len() == n {
+        if shard_owner.len() == n {
+            let cells: BTreeSet<CellKey> = owner.into_keys().collect();
             check_complete(&cells, merged.plan.warmup + merged.plan.reps)?;
         }
     }
@@ -138,7 +146,31 @@ pub fn merge(parts: Vec<Results>) -> Result<Results, String> {
             b.threads,
         ))
     });
-    Ok(merged)
+    Ok(Merged {
+        results: merged,
+        duplicates,
+    })
+}
+
+/// Parts with their number (from 1) on the command line.
+type Numbered = Vec<(usize, Results)>;
+/// (number of a copy, number of the part it repeats).
+type Copies = Vec<(usize, usize)>;
+
+/// The parts, numbered from 1, without those identical to an earlier one (compared as the
+/// JSON they are written as, in which NaN figures are equal), and the copies left out.
+fn without_copies(parts: Vec<Results>) -> Result<(Numbered, Copies), String> {
+    let mut kept: Vec<(usize, Results, String)> = Vec::new();
+    let mut copies = Vec::new();
+    for (k, part) in parts.into_iter().enumerate() {
+        let text = serde_json::to_string(&part).map_err(|e| format!("merge: {e}"))?;
+        match kept.iter().find(|(_, _, t)| *t == text) {
+            Some((first, _, _)) => copies.push((k + 1, *first)),
+            None => kept.push((k + 1, part, text)),
+        }
+    }
+    let kept = kept.into_iter().map(|(k, part, _)| (k, part)).collect();
+    Ok((kept, copies))
 }
 
 /// The order of an unsharded run: round, then position in the round.
@@ -213,18 +245,42 @@ mod tests {
         let mut parts = shard(&whole, 3);
         parts.reverse();
         let merged = merge(parts).unwrap();
+        assert!(merged.duplicates.is_empty());
+        let merged = merged.results;
         assert_eq!(merged.measurements, whole.measurements);
         assert_eq!(merged.failures, whole.failures);
-        assert_eq!(merged.plan.shards, ["3/3", "2/3", "1/3"]);
+        assert_eq!(merged.plan.shards, ["1/3", "2/3", "3/3"]);
         let mut plan = merged.plan.clone();
         plan.shards.clear();
         assert_eq!(plan, whole.plan);
     }
 
     #[test]
+    fn any_order_and_repeated_parts_give_the_same_merge() {
+        let whole = test_fixture::results(4);
+        let mut parts = shard(&whole, 3);
+        // Each part from another host, so that which environment is kept shows.
+        for (k, p) in parts.iter_mut().enumerate() {
+            p.environment.hostname = format!("node{}", k + 1);
+        }
+        let in_order = merge(parts.clone()).unwrap().results;
+        assert_eq!(in_order.environment.hostname, "node1");
+        let shuffled = vec![
+            parts[2].clone(),
+            parts[0].clone(),
+            parts[2].clone(),
+            parts[1].clone(),
+            parts[0].clone(),
+        ];
+        let merged = merge(shuffled).unwrap();
+        assert_eq!(merged.results, in_order);
+        assert_eq!(merged.duplicates, [(3, 1), (5, 2)]);
+    }
+
+    #[test]
     fn a_single_unsharded_result_merges_to_itself() {
         let whole = test_fixture::results(3);
-        assert_eq!(merge(vec![whole.clone()]).unwrap(), whole);
+        assert_eq!(merge(vec![whole.clone()]).unwrap().results, whole);
         assert!(merge(vec![]).is_err());
     }
 
@@ -235,26 +291,52 @@ mod tests {
         let duplicate = parts[0].measurements[0].clone();
         parts[1].measurements.push(duplicate);
         let err = merge(parts).unwrap_err();
-        assert!(err.contains("appears in two parts"), "{err}");
+        assert!(err.contains("appears in part 1 and in part 2"), "{err}");
 
+        // The same shard twice, measured differently (run again): which to keep is the
+        // user's choice.
         let parts = shard(&whole, 2);
-        let err = merge(vec![parts[0].clone(), parts[0].clone()]).unwrap_err();
+        let mut again = parts[0].clone();
+        again.measurements[0].metrics.wall *= 2.0;
+        let err = merge(vec![parts[0].clone(), parts[1].clone(), again]).unwrap_err();
         assert!(
-            err.contains("two parts") || err.contains("given twice"),
+            err.contains("shard 1/2 is in part 1 and in part 3"),
             "{err}"
         );
+
+        let mut parts = shard(&whole, 2);
+        let duplicate = parts[1].measurements[0].clone();
+        parts[1].measurements.push(duplicate);
+        let err = merge(parts).unwrap_err();
+        assert!(err.contains("appears twice in part 2"), "{err}");
     }
 
     #[test]
     fn other_plans_and_incomplete_grids_are_refused() {
         let whole = test_fixture::results(3);
-        let mut parts = shard(&whole, 2);
+        let mut parts = shard(&whole, 3);
         parts[1].plan.seed += 1;
-        assert!(merge(parts).unwrap_err().contains("another plan"));
+        parts[2].plan.seed += 2;
+        parts[2].plan.reps += 1;
+        let err = merge(parts).unwrap_err();
+        assert!(
+            err.contains("not run with one plan and build")
+                && err.contains("\nreps: part 1 and part 2 = 3, part 3 = 4")
+                && err.contains("\nseed: part 1 = 42, part 2 = 43, part 3 = 44"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("shards"),
+            "shards are expected to differ: {err}"
+        );
 
         let mut parts = shard(&whole, 2);
         parts[1].environment.commit = Some("other".into());
-        assert!(merge(parts).unwrap_err().contains("another build"));
+        let err = merge(parts).unwrap_err();
+        assert!(
+            err.contains("commit: part 1 = abc123, part 2 = other"),
+            "{err}"
+        );
 
         let mut parts = shard(&whole, 2);
         parts[1].measurements.pop();
@@ -263,7 +345,7 @@ mod tests {
 
         // Missing shards: nothing to check completeness against, so a partial merge is fine.
         let parts = shard(&whole, 3);
-        let partial = merge(parts[..2].to_vec()).unwrap();
+        let partial = merge(parts[..2].to_vec()).unwrap().results;
         assert_eq!(partial.plan.shards, ["1/3", "2/3"]);
 
         let mut parts = shard(&whole, 2);
@@ -271,6 +353,10 @@ mod tests {
         assert!(merge(parts).unwrap_err().contains("different splits"));
         let mut parts = shard(&whole, 2);
         parts[1].plan.shards = vec!["two".into()];
-        assert!(merge(parts).unwrap_err().contains("not of the form i/n"));
+        let err = merge(parts).unwrap_err();
+        assert!(
+            err.contains("part 2: shard label \"two\" is not of the form i/n"),
+            "{err}"
+        );
     }
 }

@@ -13,17 +13,23 @@
 //!   minimum detectable effects, pilot advice;
 //! - `analysis`: per workload, thread count and metric, every subject against the baseline;
 //! - `runner`: one child process per measurement, shuffled rounds, shards;
+//! - `journal`, `resume`: each measurement on disk as it finishes, and a killed run continued;
+//! - `campaign`: what makes runs parts of one grid (plan and build, field by field), and the
+//!   seed shards share;
 //! - `report`: `report.md`, `results.csv`, SVG charts and LaTeX tables from `results.json`;
 //! - `merge`: shards of one grid combined into the unsharded result.
 
 pub mod analysis;
+pub mod campaign;
 pub mod child;
 pub mod env;
+pub mod journal;
 pub mod merge;
 pub mod peers;
 pub mod pilot;
 pub mod programs;
 pub mod report;
+pub mod resume;
 pub mod runner;
 pub mod sampler;
 pub mod schema;

@@ -7,14 +7,18 @@
 //! per round; the first round(s) are a warm-up that is recorded but left out of the analysis.
 //! All the randomness derives from one recorded seed, so a run's schedule is reproducible and
 //! a shard (`--shard i/n`: every n-th measurement of the canonical schedule) measures exactly
-//! the cells, rounds, positions and paddings the unsharded run would have.
+//! the cells, rounds, positions and paddings the unsharded run would have. With a journal
+//! (`journal.rs`) each measurement is recorded as it finishes, and the slots a journal already
+//! holds are not measured again.
 
 use super::child::{ChildArgs, ChildResult, Spawn};
-use super::schema::{Failure, Measurement, Plan, Results, SCHEMA_VERSION};
+use super::journal::Journal;
+use super::schema::{CellKey, Failure, Measurement, Plan, Results, SCHEMA_VERSION};
 use super::subjects::SubjectEntry;
 use super::workloads::Workload;
 use crate::rng::SplitMix64;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -222,7 +226,9 @@ pub fn plan(opts: &RunOptions) -> Plan {
 }
 
 /// What a run measured, beside the results: each measurement's per-iteration walls (the
-/// pilot's input), in the order of `Results::measurements`.
+/// pilot's input), in the order of `Results::measurements`. A measurement carried over from a
+/// journal has no iteration walls and a NaN process wall (a journal keeps results.json's
+/// figures only, which is why `--pilot` does not resume).
 pub struct Run {
     /// results.json's content.
     pub results: Results,
@@ -233,11 +239,15 @@ pub struct Run {
     pub process_walls: Vec<f64>,
 }
 
-/// Runs the schedule. Failures are recorded, not fatal: the report lists them.
+/// Runs the schedule. Failures are recorded, not fatal: the report lists them (and are not
+/// journaled, so that a resumed run tries them again: a kill may be what failed them).
+/// With a `journal`, the measurements it holds stand for their slots, and each new one is
+/// appended to it before the next starts.
 pub fn run(
     opts: &RunOptions,
     workloads: &[Box<dyn Workload>],
     environment: super::schema::Environment,
+    mut journal: Option<&mut Journal>,
 ) -> Result<Run, String> {
     let cells = cells(opts, workloads)?;
     let slots = schedule(
@@ -246,6 +256,11 @@ pub fn run(
         opts.plan.seed,
         opts.shard,
     );
+    let mut carried = carried_over(
+        &cells,
+        &slots,
+        journal.as_deref().map_or(&[], Journal::recorded),
+    )?;
     let callgrind_dir = if opts.plan.instructions {
         std::fs::create_dir_all(&opts.scratch)
             .map_err(|e| format!("{}: {e}", opts.scratch.display()))?;
@@ -254,12 +269,19 @@ pub fn run(
         None
     };
     let bar = progress_bar(slots.len(), opts.progress);
+    bar.set_position(carried.len() as u64);
     let mut measurements = Vec::with_capacity(slots.len());
     let mut walls = Vec::with_capacity(slots.len());
     let mut process_walls = Vec::with_capacity(slots.len());
     let mut failures = Vec::new();
     for slot in &slots {
         let cell = &cells[slot.cell];
+        if let Some(m) = carried.remove(&slot_key(cell, slot)) {
+            measurements.push(m);
+            walls.push(Vec::new());
+            process_walls.push(f64::NAN);
+            continue;
+        }
         let warmup = slot.round < opts.plan.warmup;
         bar.set_message(format!(
             "round {}{}: {} on {} x{}",
@@ -289,7 +311,7 @@ pub fn run(
         let process_wall = started.elapsed().as_secs_f64();
         match result {
             ChildResult::Done(report) => {
-                measurements.push(Measurement {
+                let m = Measurement {
                     subject: cell.subject.clone(),
                     describe: report.describe,
                     workload: cell.workload.clone(),
@@ -299,7 +321,11 @@ pub fn run(
                     order: slot.order,
                     env_pad: slot.env_pad,
                     metrics: report.metrics,
-                });
+                };
+                if let Some(j) = journal.as_deref_mut() {
+                    j.append(&m)?;
+                }
+                measurements.push(m);
                 walls.push(report.iteration_walls);
                 process_walls.push(process_wall);
             }
@@ -331,6 +357,51 @@ pub fn run(
         iteration_walls: walls,
         process_walls,
     })
+}
+
+fn slot_key(cell: &Cell, slot: &Slot) -> CellKey {
+    (
+        cell.subject.clone(),
+        cell.workload.clone(),
+        cell.threads,
+        slot.round,
+    )
+}
+
+/// The `recorded` measurements by slot, each checked to be one of this schedule's slots (at
+/// its position and padding) and there only once: a journal of another schedule, or edited,
+/// is refused rather than mixed in.
+fn carried_over(
+    cells: &[Cell],
+    slots: &[Slot],
+    recorded: &[Measurement],
+) -> Result<BTreeMap<CellKey, Measurement>, String> {
+    let by_key: BTreeMap<CellKey, &Slot> = slots
+        .iter()
+        .map(|s| (slot_key(&cells[s.cell], s), s))
+        .collect();
+    let mut carried = BTreeMap::new();
+    for m in recorded {
+        let key = m.cell_key();
+        let fits = by_key
+            .get(&key)
+            .is_some_and(|s| (s.order, s.env_pad) == (m.order, m.env_pad));
+        if !fits {
+            return Err(format!(
+                "the journal holds subject {} on {} with {} thread(s), round {}, at position \
+                 {} and padding {}, which this run's schedule does not have: it is not of this \
+                 run",
+                m.subject, m.workload, m.threads, m.round, m.order, m.env_pad
+            ));
+        }
+        if carried.insert(key, m.clone()).is_some() {
+            return Err(format!(
+                "the journal holds subject {} on {} with {} thread(s), round {}, twice",
+                m.subject, m.workload, m.threads, m.round
+            ));
+        }
+    }
+    Ok(carried)
 }
 
 #[cfg(test)]
@@ -368,6 +439,44 @@ mod tests {
         assert_eq!(s, schedule(10, 4, 7, None));
         assert_ne!(s, schedule(10, 4, 8, None));
         assert!(s.iter().all(|x| x.env_pad < MAX_ENV_PAD));
+    }
+
+    #[test]
+    fn carried_measurements_must_be_slots_of_this_schedule_once() {
+        let cells: Vec<Cell> = ["a", "b"]
+            .map(|s| Cell {
+                subject: s.into(),
+                workload: "w".into(),
+                threads: 1,
+            })
+            .to_vec();
+        let slots = schedule(2, 3, 5, Some(Shard { index: 1, count: 2 }));
+        let measured = |slot: &Slot| Measurement {
+            subject: cells[slot.cell].subject.clone(),
+            describe: String::new(),
+            workload: "w".into(),
+            threads: 1,
+            round: slot.round,
+            warmup: slot.round == 0,
+            order: slot.order,
+            env_pad: slot.env_pad,
+            metrics: Default::default(),
+        };
+        let recorded: Vec<Measurement> = slots.iter().take(2).map(measured).collect();
+        let carried = carried_over(&cells, &slots, &recorded).unwrap();
+        assert_eq!(carried.len(), 2);
+        assert_eq!(carried[&recorded[1].cell_key()], recorded[1]);
+
+        let mut twice = recorded.clone();
+        twice.push(recorded[0].clone());
+        let err = carried_over(&cells, &slots, &twice).unwrap_err();
+        assert!(err.contains("twice"), "{err}");
+        let other_shard = schedule(2, 3, 5, Some(Shard { index: 2, count: 2 }));
+        let err = carried_over(&cells, &slots, &[measured(&other_shard[0])]).unwrap_err();
+        assert!(err.contains("does not have"), "{err}");
+        let mut moved = recorded[0].clone();
+        moved.env_pad = (moved.env_pad + 1) % MAX_ENV_PAD;
+        assert!(carried_over(&cells, &slots, &[moved]).is_err());
     }
 
     #[test]

@@ -188,6 +188,34 @@ pub struct InstructionMetrics {
     pub ll_misses: f64,
 }
 
+/// One cell of the grid in one round: subject, workload, threads, round. A complete grid has
+/// each exactly once, measured or failed.
+pub type CellKey = (String, String, usize, usize);
+
+impl Measurement {
+    /// The cell and round this measures.
+    pub fn cell_key(&self) -> CellKey {
+        (
+            self.subject.clone(),
+            self.workload.clone(),
+            self.threads,
+            self.round,
+        )
+    }
+}
+
+impl Failure {
+    /// The cell and round that failed.
+    pub fn cell_key(&self) -> CellKey {
+        (
+            self.subject.clone(),
+            self.workload.clone(),
+            self.threads,
+            self.round,
+        )
+    }
+}
+
 /// A measurement that did not produce figures.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
@@ -239,11 +267,22 @@ impl Results {
         serde_json::from_value(value).map_err(|e| format!("not a valid results file: {e}"))
     }
 
-    /// Writes it as pretty-printed JSON (followed by a newline).
+    /// Writes it as pretty-printed JSON (followed by a newline). The file is replaced whole
+    /// and on disk when this returns (written aside, synced, renamed), because a run removes
+    /// its journal once results.json holds what the journal did.
     pub fn write(&self, path: &std::path::Path) -> std::io::Result<()> {
+        use std::io::Write;
         let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         text.push('\n');
-        std::fs::write(path, text)
+        let mut aside = path.as_os_str().to_owned();
+        aside.push(".new");
+        let aside = std::path::PathBuf::from(aside);
+        let mut file = std::fs::File::create(&aside)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&aside, path)?;
+        super::journal::sync_parent(path)
     }
 }
 
