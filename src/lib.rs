@@ -5,11 +5,10 @@ pub use alloclab_core::*;
 pub use alloclab_policies as policies;
 pub use alloclab_policies::{configs, for_each_config};
 
+/// The measurement engine of `compare` (`alloclab-measure`).
+pub use alloclab_measure as measure;
+/// The studies of `papers/` (`alloclab-papers`).
+pub use alloclab_papers as papers;
+pub use alloclab_traces::{generate, replay, rng, subject, trace};
+
 pub mod cli;
-pub mod generate;
-pub mod measure;
-pub mod papers;
-pub mod replay;
-pub mod rng;
-pub mod subject;
-pub mod trace;

@@ -10,7 +10,7 @@
 //!
 //! Sizes, counts, alignments, pids and tids in decimal; pointers in hexadecimal with `0x`
 //! (null is `0x0`). The functions are logalloc's, which the trace parser of the `alloclab`
-//! package reads (`src/trace/mod.rs`); `log.rs` says how each C entry point maps to one.
+//! package reads (`traces/src/trace/mod.rs`); `log.rs` says how each C entry point maps to one.
 
 /// Bytes a line can take: two 10-digit ids, the longest name, two 20-digit numbers or a
 /// pointer and a number, a pointer result, punctuation and the newline (under 120).

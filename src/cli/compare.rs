@@ -1,14 +1,14 @@
 //! `alloclab compare`, `report`, `merge` and the hidden measuring child: the command-line side
 //! of `measure::runner`.
 
-use crate::measure::child::{self, ChildArgs};
-use crate::measure::journal::Header;
-use crate::measure::resume::{self, Mode};
-use crate::measure::runner::{self, RunOptions, Shard};
-use crate::measure::schema::{Plan, Results};
-use crate::measure::subjects::{self, HeapConf, SubjectEntry};
-use crate::measure::workloads::{self, Workload};
-use crate::measure::{campaign, env, merge, peers, pilot, programs, report};
+use alloclab_measure::child::{self, ChildArgs};
+use alloclab_measure::journal::Header;
+use alloclab_measure::resume::{self, Mode};
+use alloclab_measure::runner::{self, RunOptions, Shard};
+use alloclab_measure::schema::{Plan, Results};
+use alloclab_measure::subjects::{self, HeapConf, SubjectEntry};
+use alloclab_measure::workloads::{self, Workload};
+use alloclab_measure::{campaign, env, merge, peers, pilot, programs, report};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;

@@ -1,8 +1,8 @@
 //! `alloclab generate`: writes a synthetic trace for the run-reuse study's premise (bursts of
 //! same-size objects built up and torn down together, among long-lived objects).
 
-use crate::generate::{generate, Lifetimes, Params, SizeMix, Teardown};
-use crate::trace::Func;
+use alloclab_traces::generate::{generate, Lifetimes, Params, SizeMix, Teardown};
+use alloclab_traces::trace::Func;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
@@ -24,7 +24,7 @@ fn burst_range(s: &str) -> Result<(u32, u32), String> {
     Ok((lo, hi))
 }
 
-/// Options of `alloclab generate` (see `crate::generate` for the model).
+/// Options of `alloclab generate` (see `alloclab_traces::generate` for the model).
 #[derive(clap::Args, Debug, Clone)]
 pub struct GenerateArgs {
     /// Seed of every random choice: the same parameters give the same trace.
@@ -86,7 +86,7 @@ impl GenerateArgs {
     }
 }
 
-fn write_to(args: &GenerateArgs) -> io::Result<crate::generate::Summary> {
+fn write_to(args: &GenerateArgs) -> io::Result<alloclab_traces::generate::Summary> {
     let params = args.params();
     let Some(path) = &args.output else {
         let mut out = BufWriter::new(io::stdout().lock());

@@ -24,8 +24,8 @@ mod paper;
 mod replay;
 mod tour;
 
-use crate::measure::subjects::SubjectEntry;
 use alloclab_core::Config;
+use alloclab_measure::subjects::SubjectEntry;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -40,7 +40,7 @@ impl Registry {
     /// alloclab's named configs and the peers.
     pub fn builtin() -> Registry {
         Registry {
-            entries: crate::measure::builtin_subjects(),
+            entries: alloclab_measure::builtin_subjects(),
         }
     }
 
@@ -80,7 +80,7 @@ impl Registry {
     /// children and named by `paper`).
     fn with_variants(&self) -> Vec<SubjectEntry> {
         let mut all = self.entries.clone();
-        for v in crate::papers::variants() {
+        for v in alloclab_papers::variants() {
             if !all.iter().any(|e| e.name == v.name) {
                 all.push(v);
             }
@@ -156,5 +156,5 @@ enum Command {
     Paper(paper::PaperArgs),
     /// One measurement in a fresh process (run by `compare`; prints one JSON line).
     #[command(name = "measure-child", hide = true)]
-    MeasureChild(crate::measure::child::ChildArgs),
+    MeasureChild(alloclab_measure::child::ChildArgs),
 }

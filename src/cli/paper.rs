@@ -2,10 +2,10 @@
 //! the reports, and `questions.md` with the study's head-to-head answers.
 
 use super::compare::{all_workloads, write_outputs};
-use crate::measure::schema::{Plan, Results};
-use crate::measure::subjects::SubjectEntry;
-use crate::measure::{env, peers, programs, runner};
 use crate::papers;
+use alloclab_measure::schema::{Plan, Results};
+use alloclab_measure::subjects::SubjectEntry;
+use alloclab_measure::{env, peers, programs, runner};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -142,7 +142,7 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
 fn pass(
     study: &papers::Study,
     opts: &runner::RunOptions,
-    workloads: &[Box<dyn crate::measure::workloads::Workload>],
+    workloads: &[Box<dyn alloclab_measure::workloads::Workload>],
     out: &Path,
     latex: bool,
     metrics: &[&'static str],

@@ -1,9 +1,9 @@
 //! `alloclab replay`: replays an allocation trace in process against one named config and
 //! reports time, calls per second, resident sizes and the heap's statistics.
 
-use crate::measure::subjects::SubjectEntry;
-use crate::replay::{self, Options, Source};
-use crate::trace::{self, bundled, ParseOptions, Pid, Trace, TraceError};
+use alloclab_measure::subjects::SubjectEntry;
+use alloclab_traces::replay::{self, Options, Source};
+use alloclab_traces::trace::{self, bundled, ParseOptions, Pid, Trace, TraceError};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;

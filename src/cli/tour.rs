@@ -5,9 +5,9 @@
 //! objects are built up and torn down together, while a few objects from each burst live on
 //! (replacing older long-lived ones at random), so that runs are left partly used.
 
-use crate::measure::subjects::{SubjectEntry, SubjectKind};
-use crate::rng::SplitMix64;
-use crate::subject::{HeapStats, Subject};
+use alloclab_measure::subjects::{SubjectEntry, SubjectKind};
+use alloclab_traces::rng::SplitMix64;
+use alloclab_traces::subject::{HeapStats, Subject};
 use std::time::{Duration, Instant};
 
 /// Options of the tour.

@@ -1,0 +1,53 @@
+//! # Measurement: subjects, workloads, statistics, reports
+//!
+//! The crate above the engine, the policies and the traces (`alloclab-traces`), below the
+//! studies (`alloclab-papers`) and the command line (the `alloclab` crate), of which it knows
+//! nothing. It owns:
+//!
+//! - `subjects`: the catalogue of allocators under test (alloclab configs and the peers),
+//!   each a [`alloclab_traces::subject::Subject`] made fresh in the measuring process;
+//! - `peers`: glibc, jemalloc, mimalloc, snmalloc and rpmalloc through their own prefixed
+//!   entry points (never as the global allocator);
+//! - `workloads`: fixed amounts of allocation work, each checking its own results;
+//! - `schema`: the versioned record of every measurement (`results.json`);
+//! - `stats`: medians, bootstrap intervals, rank tests, multiple-comparison correction,
+//!   minimum detectable effects, pilot advice;
+//! - `analysis`: per workload, thread count and metric, every subject against the baseline;
+//! - `runner`: one child process per measurement, shuffled rounds, shards;
+//! - `journal`, `resume`: each measurement on disk as it finishes, and a killed run continued;
+//! - `campaign`: what makes runs parts of one grid (plan and build, field by field), and the
+//!   seed shards share;
+//! - `report`: `report.md`, `results.csv`, SVG charts and LaTeX tables from `results.json`;
+//! - `merge`: shards of one grid combined into the unsharded result;
+//! - `durable`: files replaced whole by rename, directory entries synced.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod analysis;
+pub mod campaign;
+pub mod child;
+pub mod durable;
+pub mod env;
+pub mod journal;
+pub mod merge;
+pub mod peers;
+pub mod pilot;
+pub mod programs;
+pub mod report;
+pub mod resume;
+pub mod runner;
+pub mod sampler;
+pub mod schema;
+pub mod stats;
+pub mod subjects;
+#[cfg(test)]
+mod test_fixture;
+pub mod workloads;
+
+/// Every subject this build knows: the alloclab named configs, then the peers. (Here rather
+/// than in `subjects`, which `peers` builds on, so that neither file imports the other.)
+pub fn builtin_subjects() -> Vec<subjects::SubjectEntry> {
+    let mut v = subjects::named_configs();
+    v.extend(peers::entries());
+    v
+}

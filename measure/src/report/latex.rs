@@ -1,0 +1,97 @@
+//! `table.tex`: each workload's time and memory medians with intervals and verdicts, as a
+//! booktabs table ready to `\input` into a paper.
+
+use super::format::{format_interval, p_text};
+use crate::analysis::{metric, Analysis, Verdict};
+use crate::schema::Results;
+use std::fmt::Write;
+
+/// Text with LaTeX's special characters escaped.
+fn tex(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\textbackslash{}"),
+            '&' | '%' | '$' | '#' | '_' | '{' | '}' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '~' => out.push_str("\\textasciitilde{}"),
+            '^' => out.push_str("\\textasciicircum{}"),
+            'µ' => out.push_str("\\textmu{}"),
+            '∞' => out.push_str("$\\infty$"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "% alloclab compare: medians over {} invocations, {}% bootstrap intervals; ratios against \
+         {}; p: Mann-Whitney U, Holm-adjusted per metric ({} comparisons in all). Needs \\usepackage{{booktabs}}.",
+        results.plan.reps,
+        analysis.options.level * 100.0,
+        analysis.baseline,
+        analysis.comparisons_made
+    );
+    let _ = writeln!(out, "\\begin{{tabular}}{{llrllll}}\n\\toprule");
+    let _ = writeln!(
+        out,
+        "Workload & Subject & Threads & Metric & Median [95\\% CI] & Ratio [95\\% CI] & p \\\\\n\\midrule"
+    );
+    for m in &analysis.metrics {
+        if !super::markdown::HEADLINE.contains(&m.metric.as_str()) {
+            continue;
+        }
+        let unit = metric(&m.metric).map_or("", |d| d.unit);
+        for s in &m.summaries {
+            let median = format_interval(&s.median, unit);
+            let (ratio, p) = match m.comparisons.iter().find(|c| c.subject == s.subject) {
+                Some(c) => {
+                    let mark = match c.verdict {
+                        Verdict::NoSignificantDifference => "",
+                        _ => "$^*$",
+                    };
+                    (
+                        format!(
+                            "{:.3} [{:.3}, {:.3}]{mark}",
+                            c.ratio.estimate, c.ratio.lo, c.ratio.hi
+                        ),
+                        p_text(c.p_holm),
+                    )
+                }
+                None => ("---".into(), String::new()),
+            };
+            let _ = writeln!(
+                out,
+                "{} & {} & {} & {} & {} & {} & {} \\\\",
+                tex(&m.workload),
+                tex(&s.subject),
+                m.threads,
+                tex(&m.metric),
+                tex(&median),
+                ratio,
+                tex(&p)
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\\bottomrule\n\\end{{tabular}}\n% $^*$: significant after Holm correction and interval excluding 1."
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes() {
+        assert_eq!(tex("peak_rss 5% & $x"), "peak\\_rss 5\\% \\& \\$x");
+        assert_eq!(tex("12 µs"), "12 \\textmu{}s");
+    }
+}

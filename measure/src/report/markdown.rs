@@ -1,0 +1,273 @@
+//! `report.md`: the environment, the plan, and per workload a table of medians, intervals,
+//! ratios against the baseline and verdicts; then every failure.
+
+use super::format::{format_interval, format_value, p_text, percent_text, ratio_text};
+use crate::analysis::{metric, Analysis, Comparison, MetricAnalysis, Verdict};
+use crate::schema::Results;
+use std::fmt::Write;
+
+/// The metrics of each workload's headline table: time, and the memory figure present.
+pub(super) const HEADLINE: [&str; 3] = ["wall", "peak_rss", "max_rss_process"];
+
+/// Text made safe for a table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// A command line as a shell would take it back.
+pub(super) fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The verdict as the tables print it: with whether it is better or worse for the metric, or
+/// with the detectable effect when nothing was found.
+pub(super) fn verdict_text(c: &Comparison, metric_name: &str) -> String {
+    match c.verdict {
+        Verdict::NoSignificantDifference if c.min_detectable_effect.is_infinite() => {
+            match c.min_invocations {
+                Some(n) => format!(
+                    "no significant difference (too few invocations to detect any: {n} per \
+                     subject needed)"
+                ),
+                None => "no significant difference (too few invocations to detect any)".into(),
+            }
+        }
+        Verdict::NoSignificantDifference => format!(
+            "no significant difference (detectable: {})",
+            percent_text(c.min_detectable_effect)
+        ),
+        v => {
+            let better = metric(metric_name).and_then(|d| d.higher_is_better());
+            match (better, v == Verdict::Higher) {
+                (Some(higher_better), higher) if higher_better == higher => {
+                    format!("**{}** (better)", v.label())
+                }
+                (Some(_), _) => format!("**{}** (worse)", v.label()),
+                (None, _) => format!("**{}**", v.label()),
+            }
+        }
+    }
+}
+
+pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
+    let mut out = String::new();
+    let env = &results.environment;
+    let plan = &results.plan;
+    let _ = writeln!(out, "# alloclab compare: report\n");
+    let _ = writeln!(out, "## Environment\n\n| | |\n|---|---|");
+    let peers = env
+        .peers
+        .iter()
+        .map(|(n, v)| format!("{n} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let rows = [
+        ("CPU", env.cpu_model.clone()),
+        ("cores", env.cores.to_string()),
+        ("memory", format_value(env.memory_bytes as f64, "bytes")),
+        ("kernel", env.kernel.clone()),
+        ("rustc", env.rustc.clone()),
+        ("alloclab", env.alloclab_version.clone()),
+        (
+            "commit",
+            env.commit.clone().unwrap_or_else(|| "unknown".into()),
+        ),
+        (
+            "peers",
+            if peers.is_empty() {
+                "none".into()
+            } else {
+                peers
+            },
+        ),
+        ("host", env.hostname.clone()),
+        ("started", env.started.clone()),
+        ("command", format!("`{}`", shell_words(&env.command))),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(out, "| {k} | {} |", cell(&v));
+    }
+    let _ = writeln!(out, "\n## Plan\n");
+    let _ = writeln!(out, "- subjects: {}", plan.subjects.join(", "));
+    // Each subject as it described itself (a registered config's own `Config::describe`).
+    for name in &plan.subjects {
+        if let Some(m) = results.measurements.iter().find(|m| &m.subject == name) {
+            let _ = writeln!(out, "  - {}: {}", cell(name), cell(&m.describe));
+        }
+    }
+    let _ = writeln!(out, "- workloads: {}", plan.workloads.join(", "));
+    let threads: Vec<String> = plan.threads.iter().map(usize::to_string).collect();
+    let _ = writeln!(out, "- threads: {}", threads.join(", "));
+    let _ = writeln!(
+        out,
+        "- {} measured invocations per cell after {} warm-up round(s), subjects shuffled per round \
+         (seed {}); work scale {}{}{}",
+        plan.reps,
+        plan.warmup,
+        plan.seed,
+        plan.scale,
+        if plan.quick { ", quick grid" } else { "" },
+        if plan.instructions { ", under callgrind" } else { "" },
+    );
+    if !plan.shards.is_empty() {
+        let _ = writeln!(out, "- merged from shards {}", plan.shards.join(", "));
+    }
+    let _ = writeln!(out, "- baseline: {}", plan.baseline);
+
+    // Each subject as it describes itself (a user's config prints its own description).
+    let mut described: Vec<(&str, &str)> = Vec::new();
+    for m in &results.measurements {
+        if !described.iter().any(|(s, _)| *s == m.subject) {
+            described.push((&m.subject, &m.describe));
+        }
+    }
+    if !described.is_empty() {
+        let _ = writeln!(out, "\n## Subjects\n\n| subject | what it is |\n|---|---|");
+        for (subject, describe) in described {
+            let _ = writeln!(out, "| {} | {} |", cell(subject), cell(describe));
+        }
+    }
+
+    let o = &analysis.options;
+    let _ = writeln!(
+        out,
+        "\n## How to read the tables\n\n\
+         Each figure is the median over process invocations (warm-up rounds left out) with a \
+         {level}% bootstrap percentile interval ({resamples} resamples). \"vs {base}\" is the \
+         ratio of the subject's median to the baseline's, with its {level}% bootstrap interval. \
+         p is a two-sided Mann-Whitney U test against the baseline, adjusted by Holm-Bonferroni \
+         across the comparisons of the same metric in this report ({m} comparisons in all). A subject is **lower** or **higher** only \
+         when the adjusted p is below {alpha} and the ratio's interval excludes 1; otherwise \
+         the report says \"no significant difference\" and gives the smallest difference the \
+         observed noise would have let it detect ({power}% power at the strictest Holm level). \
+         docs/MEASURING.md defines every statistic.",
+        level = o.level * 100.0,
+        resamples = o.resamples,
+        base = analysis.baseline,
+        m = analysis.comparisons_made,
+        alpha = o.alpha,
+        power = o.power * 100.0,
+    );
+
+    let mut workloads: Vec<&str> = Vec::new();
+    for m in &analysis.metrics {
+        if !workloads.contains(&m.workload.as_str()) {
+            workloads.push(&m.workload);
+        }
+    }
+    for workload in workloads {
+        let _ = writeln!(out, "\n## Workload `{workload}`");
+        let cells: Vec<&MetricAnalysis> = analysis
+            .metrics
+            .iter()
+            .filter(|m| m.workload == workload)
+            .collect();
+        let mut threads: Vec<usize> = cells.iter().map(|m| m.threads).collect();
+        threads.dedup();
+        for t in threads {
+            let here: Vec<&MetricAnalysis> =
+                cells.iter().copied().filter(|m| m.threads == t).collect();
+            let _ = writeln!(out, "\n### {t} thread{}\n", if t == 1 { "" } else { "s" });
+            let headline: Vec<&MetricAnalysis> = here
+                .iter()
+                .copied()
+                .filter(|m| HEADLINE.contains(&m.metric.as_str()))
+                .collect();
+            table(&mut out, &headline, &analysis.baseline);
+            let rest: Vec<&MetricAnalysis> = here
+                .iter()
+                .copied()
+                .filter(|m| !HEADLINE.contains(&m.metric.as_str()))
+                .collect();
+            if !rest.is_empty() {
+                let _ = writeln!(out, "\n<details><summary>All other metrics</summary>\n");
+                table(&mut out, &rest, &analysis.baseline);
+                let _ = writeln!(out, "\n</details>");
+            }
+        }
+    }
+
+    let _ = writeln!(out, "\n## Failures\n");
+    if results.failures.is_empty() {
+        let _ = writeln!(out, "None.");
+    } else {
+        let _ = writeln!(
+            out,
+            "| subject | workload | threads | round | reason |\n|---|---|---|---|---|"
+        );
+        for f in &results.failures {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                cell(&f.subject),
+                cell(&f.workload),
+                f.threads,
+                f.round,
+                cell(&f.reason)
+            );
+        }
+    }
+    out
+}
+
+/// One table: a row per metric and subject.
+fn table(out: &mut String, metrics: &[&MetricAnalysis], baseline: &str) {
+    let _ = writeln!(
+        out,
+        "| metric | subject | n | median [95% CI] | vs {} [95% CI] | p (Holm) | verdict |\n\
+         |---|---|---|---|---|---|---|",
+        cell(baseline)
+    );
+    for m in metrics {
+        let unit = metric(&m.metric).map_or("", |d| d.unit);
+        for s in &m.summaries {
+            let median = format_interval(&s.median, unit);
+            let (ratio, p, verdict) = match m.comparisons.iter().find(|c| c.subject == s.subject) {
+                Some(c) => (
+                    ratio_text(c.ratio.estimate, c.ratio.lo, c.ratio.hi),
+                    p_text(c.p_holm),
+                    verdict_text(c, &m.metric),
+                ),
+                None if s.subject == baseline => ("baseline".into(), String::new(), String::new()),
+                None => ("no baseline figures".into(), String::new(), String::new()),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {median} | {ratio} | {p} | {verdict} |",
+                m.metric,
+                cell(&s.subject),
+                s.n
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quoting() {
+        let words: Vec<String> = ["alloclab", "compare", "--out", "my dir", "it's"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            shell_words(&words),
+            "alloclab compare --out 'my dir' 'it'\\''s'"
+        );
+    }
+}

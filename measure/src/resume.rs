@@ -1,0 +1,253 @@
+//! Where a `compare` run starts from: its output directory's journal (`journal.rs`) when it
+//! continues an interrupted run (`--resume`), checked to be of the same plan and build, or a
+//! new journal when it does not, which must not bury an unfinished one.
+
+use super::campaign;
+use super::journal::{self, Header, Journal};
+use super::schema::Results;
+use std::path::Path;
+
+/// How a run treats what its output directory holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Start over; an unfinished run's journal is an error (its measurements would be lost).
+    Fresh,
+    /// Continue the journal there, or, without one, keep results.json's measurements (a run
+    /// that finished, requeued anyway); with neither, start.
+    Resume {
+        /// Take the seed the earlier run recorded (no seed was given: the clock's would differ).
+        keep_recorded_seed: bool,
+    },
+}
+
+/// The journal to run with, and what was found (for the user).
+#[derive(Debug)]
+pub struct Opened {
+    /// Open for appending; its header's plan is the run's (seed included).
+    pub journal: Journal,
+    /// What was resumed or dropped, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// Opens the journal of a run of `header` in `dir` (made if missing).
+pub fn open(dir: &Path, mut header: Header, mode: Mode) -> Result<Opened, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join(journal::FILE_NAME);
+    let prior = journal::read(&path)?;
+    let mut notes = Vec::new();
+    let keep_seed = match mode {
+        Mode::Fresh => {
+            if let Some(c) = prior {
+                return Err(format!(
+                    "{}: holds {} measurement(s) of an unfinished run: rerun the same command \
+                     with --resume to continue it, or remove the file to start over",
+                    path.display(),
+                    c.measurements.len()
+                ));
+            }
+            let journal = Journal::start(&path, header, Vec::new())?;
+            return Ok(Opened { journal, notes });
+        }
+        Mode::Resume { keep_recorded_seed } => keep_recorded_seed,
+    };
+    if let Some(contents) = prior {
+        if keep_seed {
+            header.plan.seed = contents.header.plan.seed;
+        }
+        check(&path, &contents.header, &header)?;
+        notes.push(format!(
+            "resuming {}: {} measurement(s) already taken",
+            path.display(),
+            contents.measurements.len()
+        ));
+        if contents.torn_bytes > 0 {
+            notes.push(format!(
+                "{}: dropped a torn last record ({} bytes): the run was killed while \
+                 writing it; that measurement is taken again",
+                path.display(),
+                contents.torn_bytes
+            ));
+        }
+        let journal = Journal::reopen(&path, contents)?;
+        return Ok(Opened { journal, notes });
+    }
+    let results_path = dir.join("results.json");
+    if !results_path.exists() {
+        notes.push(format!("nothing to resume in {}: starting", dir.display()));
+        let journal = Journal::start(&path, header, Vec::new())?;
+        return Ok(Opened { journal, notes });
+    }
+    let results = Results::read(&results_path)?;
+    if keep_seed {
+        header.plan.seed = results.plan.seed;
+    }
+    let recorded = Header {
+        schema_version: results.schema_version,
+        ..Header::new(results.environment, results.plan)
+    };
+    check(&results_path, &recorded, &header)?;
+    notes.push(format!(
+        "resuming {}: {} measurement(s) kept, {} failed one(s) taken again",
+        results_path.display(),
+        results.measurements.len(),
+        results.failures.len()
+    ));
+    let journal = Journal::start(&path, header, results.measurements)?;
+    Ok(Opened { journal, notes })
+}
+
+/// Refuses to continue `recorded` (read from `path`) as `current` unless plan and build agree.
+fn check(path: &Path, recorded: &Header, current: &Header) -> Result<(), String> {
+    let fields = |h: &Header| {
+        let mut f = campaign::build_fields(h.schema_version, &h.environment);
+        f.extend(campaign::plan_fields(&h.plan));
+        f
+    };
+    let diffs = campaign::differences(&[fields(recorded), fields(current)]);
+    if diffs.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} was run with another plan or build than this command, so its measurements \
+         cannot be resumed (give the options it was run with, or another --out):\n{}",
+        path.display(),
+        campaign::describe(&diffs, &["recorded".into(), "this command".into()])
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_fixture;
+    use std::path::PathBuf;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("alloclab-resume-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn header() -> Header {
+        let r = test_fixture::results(3);
+        Header::new(r.environment, r.plan)
+    }
+
+    #[test]
+    fn a_fresh_run_refuses_an_unfinished_journal_and_resume_continues_it() {
+        let dir = scratch("journal");
+        let ms = test_fixture::results(3).measurements;
+        let mut j = open(&dir, header(), Mode::Fresh).unwrap().journal;
+        j.append(&ms[0]).unwrap();
+        drop(j);
+        let err = open(&dir, header(), Mode::Fresh).unwrap_err();
+        assert!(
+            err.contains("1 measurement(s) of an unfinished run") && err.contains("--resume"),
+            "{err}"
+        );
+        assert_eq!(
+            journal::read(&dir.join(journal::FILE_NAME))
+                .unwrap()
+                .unwrap()
+                .measurements,
+            ms[..1],
+            "nothing lost"
+        );
+
+        let mut other = header();
+        other.plan.seed = 99;
+        let resume = Mode::Resume {
+            keep_recorded_seed: true,
+        };
+        let opened = open(&dir, other.clone(), resume).unwrap();
+        assert_eq!(opened.journal.header().plan.seed, header().plan.seed);
+        assert_eq!(opened.journal.recorded(), &ms[..1]);
+        drop(opened);
+
+        let err = open(
+            &dir,
+            other,
+            Mode::Resume {
+                keep_recorded_seed: false,
+            },
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("another plan") && err.contains("seed: recorded = 42, this command = 99"),
+            "{err}"
+        );
+        let mut other = header();
+        other.plan.reps = 5;
+        other.plan.shards = vec!["2/3".into()];
+        other.environment.commit = None;
+        let err = open(&dir, other, resume).unwrap_err();
+        for line in [
+            "commit: recorded = abc123, this command = unknown",
+            "reps: recorded = 3, this command = 5",
+            "shards: recorded = [], this command = [2/3]",
+        ] {
+            assert!(err.contains(line), "{line}: {err}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn resume_without_a_journal_keeps_results_json_or_starts() {
+        let dir = scratch("results");
+        let opened = open(
+            &dir,
+            header(),
+            Mode::Resume {
+                keep_recorded_seed: false,
+            },
+        )
+        .unwrap();
+        assert!(opened.journal.recorded().is_empty());
+        assert!(
+            opened.notes[0].contains("nothing to resume"),
+            "{:?}",
+            opened.notes
+        );
+        opened.journal.finish().unwrap();
+
+        let results = test_fixture::results(3);
+        results.write(&dir.join("results.json")).unwrap();
+        let opened = open(
+            &dir,
+            header(),
+            Mode::Resume {
+                keep_recorded_seed: false,
+            },
+        )
+        .unwrap();
+        assert_eq!(opened.journal.recorded(), results.measurements);
+        assert!(opened.notes[0].contains("1 failed one(s) taken again"));
+        // The journal now holds them, so a kill from here on loses none.
+        drop(opened);
+        let contents = journal::read(&dir.join(journal::FILE_NAME))
+            .unwrap()
+            .unwrap();
+        assert_eq!(contents.measurements, results.measurements);
+
+        std::fs::remove_file(dir.join(journal::FILE_NAME)).unwrap();
+        let mut other = header();
+        other.plan.workloads.pop();
+        let err = open(
+            &dir,
+            other,
+            Mode::Resume {
+                keep_recorded_seed: false,
+            },
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("results.json was run with another plan"),
+            "{err}"
+        );
+        assert!(
+            err.contains("workloads: recorded = [churn, trace,odd|name]"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

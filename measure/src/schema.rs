@@ -1,0 +1,338 @@
+//! `results.json`: one record per measurement, versioned. Every report (`report.md`,
+//! `results.csv`, charts, LaTeX) is drawn from this file alone, so `alloclab report DIR`
+//! redraws them without rerunning, and `alloclab merge` combines shards by concatenating
+//! their measurements.
+//!
+//! Compatibility: a reader accepts files whose `schema_version` equals [`SCHEMA_VERSION`];
+//! fields are only ever added with a default (`#[serde(default)]`), and a change to the
+//! meaning of a field bumps the version.
+
+use serde::{Deserialize, Serialize};
+
+/// The version of this schema.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole `results.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// [`SCHEMA_VERSION`] when written.
+    pub schema_version: u32,
+    /// Where and how it was measured.
+    pub environment: Environment,
+    /// The grid asked for and how it was run.
+    pub plan: Plan,
+    /// Every measurement, warm-up rounds included (marked), in the order they ran.
+    pub measurements: Vec<Measurement>,
+    /// Measurements that failed (a workload's self-check, a crash, a timeout).
+    #[serde(default)]
+    pub failures: Vec<Failure>,
+}
+
+/// The machine and software a result comes from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// CPU model (`/proc/cpuinfo`).
+    pub cpu_model: String,
+    /// Logical CPUs online.
+    pub cores: usize,
+    /// Memory in bytes.
+    pub memory_bytes: u64,
+    /// `uname -sr`.
+    pub kernel: String,
+    /// `rustc --version` of the build.
+    pub rustc: String,
+    /// alloclab's version.
+    pub alloclab_version: String,
+    /// The git commit of the build, if known.
+    pub commit: Option<String>,
+    /// Each peer's name and library version.
+    pub peers: Vec<(String, String)>,
+    /// The host name.
+    pub hostname: String,
+    /// When the run started (RFC 3339, UTC).
+    pub started: String,
+    /// The exact command line.
+    pub command: Vec<String>,
+}
+
+/// What was asked for.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Subjects, in the order given.
+    pub subjects: Vec<String>,
+    /// Workloads, in the order given.
+    pub workloads: Vec<String>,
+    /// Thread counts for threaded workloads.
+    pub threads: Vec<usize>,
+    /// Measured repetitions (process invocations) per cell, warm-up excluded.
+    pub reps: usize,
+    /// Warm-up rounds run first and discarded.
+    pub warmup: usize,
+    /// The subject ratios are taken against.
+    pub baseline: String,
+    /// The seed of the shuffles (and of the environment-size perturbation).
+    pub seed: u64,
+    /// Amount of work relative to the full workloads.
+    pub scale: f64,
+    /// Whether the quick (CI-sized) grid was used.
+    pub quick: bool,
+    /// Whether each measurement ran under callgrind.
+    pub instructions: bool,
+    /// The shards run (`i/n`, one per merged file); empty when unsharded.
+    #[serde(default)]
+    pub shards: Vec<String>,
+    /// The `--heap-conf` subjects' definitions (`NAME=config:BASE,key:value,...`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub heap_confs: Vec<String>,
+}
+
+/// One process invocation measuring one subject on one workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// The subject's name.
+    pub subject: String,
+    /// The subject in detail (policies, version).
+    pub describe: String,
+    /// The workload's name.
+    pub workload: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// Round number: warm-up rounds come first.
+    pub round: usize,
+    /// Whether this round is a discarded warm-up.
+    pub warmup: bool,
+    /// Position within the round's shuffled order.
+    pub order: usize,
+    /// Bytes of padding added to the child's environment (layout perturbation).
+    pub env_pad: usize,
+    /// The figures.
+    pub metrics: Metrics,
+}
+
+/// What one measurement measured. Times in seconds, sizes in bytes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Wall-clock time of the workload's measured part.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub wall: f64,
+    /// User CPU time of the measured part.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub user: f64,
+    /// System CPU time of the measured part.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub sys: f64,
+    /// Allocator calls made.
+    pub ops: u64,
+    /// `ops / wall`.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub ops_per_sec: f64,
+    /// The process's peak resident size during the measured part.
+    pub peak_rss: Option<u64>,
+    /// The process's resident size at the end of the measured part.
+    pub final_rss: Option<u64>,
+    /// The child's maximum resident size over its whole life (`wait4`).
+    pub max_rss_process: Option<u64>,
+    /// alloclab's own statistics sampled during the run (alloclab subjects only).
+    #[serde(default)]
+    pub heap: Option<HeapMetrics>,
+    /// Callgrind counts per operation (`--instructions` only).
+    #[serde(default)]
+    pub instructions: Option<InstructionMetrics>,
+}
+
+/// Heap statistics sampled during a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HeapMetrics {
+    /// Most bytes of live allocations seen.
+    pub peak_allocated: u64,
+    /// Most bytes of pages backing live allocations seen.
+    pub peak_active: u64,
+    /// Most bytes mapped from the OS seen (exact mapped bytes, not whole chunks).
+    pub peak_mapped: u64,
+    /// Johnstone and Wilson's fragmentation: memory used at its peak over the peak of live
+    /// bytes, minus one (`peak_mapped / peak_allocated - 1`).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub frag_peak: f64,
+    /// Time-averaged variant: mean over samples of `mapped / allocated - 1`, weighted by time.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub frag_time_avg: f64,
+    /// Samples taken.
+    pub samples: u64,
+    /// Run-reuse picks.
+    pub picks: u64,
+    /// Runs made.
+    pub new_runs: u64,
+    /// Runs released to the arena (became empty).
+    pub runs_released: u64,
+    /// Purges (madvise calls).
+    pub purges: u64,
+}
+
+/// Callgrind's counts, per allocator operation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstructionMetrics {
+    /// Instructions (Ir).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub instructions: f64,
+    /// Data reads (Dr).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub data_reads: f64,
+    /// Data writes (Dw).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub data_writes: f64,
+    /// First-level data cache misses (D1mr + D1mw).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub d1_misses: f64,
+    /// Last-level misses (DLmr + DLmw).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub ll_misses: f64,
+}
+
+/// One cell of the grid in one round: subject, workload, threads, round. A complete grid has
+/// each exactly once, measured or failed.
+pub type CellKey = (String, String, usize, usize);
+
+impl Measurement {
+    /// The cell and round this measures.
+    pub fn cell_key(&self) -> CellKey {
+        (
+            self.subject.clone(),
+            self.workload.clone(),
+            self.threads,
+            self.round,
+        )
+    }
+}
+
+impl Failure {
+    /// The cell and round that failed.
+    pub fn cell_key(&self) -> CellKey {
+        (
+            self.subject.clone(),
+            self.workload.clone(),
+            self.threads,
+            self.round,
+        )
+    }
+}
+
+/// A measurement that did not produce figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// The subject's name.
+    pub subject: String,
+    /// The workload's name.
+    pub workload: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// Round number.
+    pub round: usize,
+    /// What went wrong (the self-check's message, the signal, the child's stderr tail).
+    pub reason: String,
+}
+
+/// JSON has no NaN or infinity: serde_json writes a non-finite figure (a fragmentation ratio
+/// with nothing allocated, a rate over zero time) as `null`, and this reads `null` back as NaN
+/// so that such a file still loads.
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+impl Results {
+    /// Reads a `results.json`. Errors name the file and what is wrong with it, including a
+    /// `schema_version` this build does not read.
+    pub fn read(path: &std::path::Path) -> Result<Results, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        Results::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses the text of a `results.json`, checking its `schema_version` first so that a
+    /// file from another version gets that error rather than a missing-field one.
+    pub fn from_json(text: &str) -> Result<Results, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        match value
+            .get("schema_version")
+            .and_then(serde_json::Value::as_u64)
+        {
+            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+            Some(v) => {
+                return Err(format!(
+                    "schema_version {v}, but this alloclab reads version {SCHEMA_VERSION}"
+                ))
+            }
+            None => return Err("no schema_version: not an alloclab results file".into()),
+        }
+        serde_json::from_value(value).map_err(|e| format!("not a valid results file: {e}"))
+    }
+
+    /// Writes it as pretty-printed JSON (followed by a newline). The file is replaced whole
+    /// and on disk when this returns (written aside, synced, renamed), because a run removes
+    /// its journal once results.json holds what the journal did.
+    pub fn write(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        text.push('\n');
+        super::durable::replace(path, text.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_fixture;
+
+    #[test]
+    fn json_round_trip() {
+        let results = test_fixture::results(4);
+        let path =
+            std::env::temp_dir().join(format!("alloclab-schema-{}.json", std::process::id()));
+        results.write(&path).unwrap();
+        let back = Results::read(&path);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(back.unwrap(), results);
+    }
+
+    #[test]
+    fn non_finite_figures_come_back_as_nan() {
+        let mut results = test_fixture::results(3);
+        results.measurements[0].metrics.ops_per_sec = f64::INFINITY;
+        if let Some(h) = results.measurements[1].metrics.heap.as_mut() {
+            h.frag_peak = f64::NAN;
+        }
+        let text = serde_json::to_string(&results).unwrap();
+        let back = Results::from_json(&text).unwrap();
+        assert!(back.measurements[0].metrics.ops_per_sec.is_nan());
+        assert!(back.measurements[1]
+            .metrics
+            .heap
+            .as_ref()
+            .unwrap()
+            .frag_peak
+            .is_nan());
+        assert_eq!(back.measurements[2], results.measurements[2]);
+    }
+
+    #[test]
+    fn reading_refuses_other_versions_and_non_results() {
+        let mut value = serde_json::to_value(test_fixture::results(3)).unwrap();
+        value["schema_version"] = serde_json::json!(SCHEMA_VERSION + 1);
+        let err = Results::from_json(&value.to_string()).unwrap_err();
+        assert!(
+            err.contains("schema_version 2") && err.contains("reads version 1"),
+            "{err}"
+        );
+        let err = Results::from_json("{\"a\": 1}").unwrap_err();
+        assert!(err.contains("no schema_version"), "{err}");
+        assert!(Results::from_json("not json")
+            .unwrap_err()
+            .contains("not JSON"));
+        let err = Results::from_json("{\"schema_version\": 1}").unwrap_err();
+        assert!(err.contains("not a valid results file"), "{err}");
+        let err = Results::read(std::path::Path::new("/nonexistent/results.json")).unwrap_err();
+        assert!(
+            err.contains("/nonexistent/results.json: cannot read"),
+            "{err}"
+        );
+    }
+}

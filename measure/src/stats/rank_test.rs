@@ -1,0 +1,321 @@
+//! Two-sample tests of "no difference": Mann-Whitney U and a permutation test on the
+//! difference of medians. Both two-sided, both free of any assumption about the shape of
+//! the distributions (timings are skewed and often bimodal).
+
+use super::descriptive::median;
+use super::std_normal;
+use alloclab_traces::rng::SplitMix64;
+use serde::{Deserialize, Serialize};
+use statrs::distribution::ContinuousCDF;
+
+/// Which test (and which way of computing its p value) produced a result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestMethod {
+    /// Mann-Whitney U, p from the exact distribution of U (small samples, no ties).
+    MannWhitneyExact,
+    /// Mann-Whitney U, p from the normal approximation with tie and continuity corrections.
+    MannWhitneyNormal,
+    /// Permutation test, every split of the pooled sample enumerated.
+    PermutationExact,
+    /// Permutation test, random splits.
+    PermutationMonteCarlo,
+}
+
+/// A test's statistic and two-sided p value.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    /// Mann-Whitney: U of the first sample (pairs `(a_i, b_j)` with `a_i > b_j`, ties
+    /// counting one half). Permutation: `median(a) - median(b)`.
+    pub statistic: f64,
+    /// Two-sided p value; 1 when a sample is empty.
+    pub p: f64,
+    /// How it was computed.
+    pub method: TestMethod,
+}
+
+/// Largest `n_a * n_b` for which the exact distribution of U is computed.
+const EXACT_U_MAX_PAIRS: usize = 2500;
+
+/// Mann-Whitney U test, two-sided. Without ties and with `n_a * n_b <= 2500` the p value comes
+/// from the exact distribution of U; otherwise from the normal approximation with the tie
+/// correction of the variance and a continuity correction of one half (the same choices as
+/// scipy's `mannwhitneyu` with `method="exact"` and `"asymptotic"`).
+pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> TestResult {
+    let (n_a, n_b) = (a.len(), b.len());
+    if n_a == 0 || n_b == 0 {
+        return TestResult {
+            statistic: f64::NAN,
+            p: 1.0,
+            method: TestMethod::MannWhitneyNormal,
+        };
+    }
+    let (rank_sum_a, tie_term) = rank_sum_of_first(a, b);
+    let u_a = rank_sum_a - (n_a * (n_a + 1)) as f64 / 2.0;
+    let pairs = (n_a * n_b) as f64;
+    let u_max = u_a.max(pairs - u_a);
+    if tie_term == 0.0 && n_a * n_b <= EXACT_U_MAX_PAIRS {
+        let dist = exact_u_distribution(n_a, n_b);
+        // P(U >= u_max); u_max is an integer without ties.
+        let upper: f64 = dist[u_max.round() as usize..].iter().sum();
+        return TestResult {
+            statistic: u_a,
+            p: (2.0 * upper).min(1.0),
+            method: TestMethod::MannWhitneyExact,
+        };
+    }
+    let n = (n_a + n_b) as f64;
+    let var = pairs / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)));
+    let p = if var <= 0.0 {
+        1.0
+    } else {
+        let z = (u_max - pairs / 2.0 - 0.5) / var.sqrt();
+        (2.0 * (1.0 - std_normal().cdf(z))).clamp(0.0, 1.0)
+    };
+    TestResult {
+        statistic: u_a,
+        p,
+        method: TestMethod::MannWhitneyNormal,
+    }
+}
+
+/// The sum of the first sample's ranks in the pooled sample (ties get their mean rank) and
+/// the tie term `sum(t^3 - t)` over groups of `t` equal values.
+fn rank_sum_of_first(a: &[f64], b: &[f64]) -> (f64, f64) {
+    let mut pooled: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&x| (x, true))
+        .chain(b.iter().map(|&x| (x, false)))
+        .collect();
+    pooled.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let (mut rank_sum, mut tie_term) = (0.0, 0.0);
+    let mut start = 0;
+    while start < pooled.len() {
+        let mut end = start + 1;
+        while end < pooled.len() && pooled[end].0 == pooled[start].0 {
+            end += 1;
+        }
+        // Ranks start+1 ..= end share their mean.
+        let mean_rank = (start + 1 + end) as f64 / 2.0;
+        let t = (end - start) as f64;
+        tie_term += t * t * t - t;
+        rank_sum += mean_rank * pooled[start..end].iter().filter(|p| p.1).count() as f64;
+        start = end;
+    }
+    (rank_sum, tie_term)
+}
+
+/// The probabilities of `U = 0 ..= n_a n_b` when both samples come from one continuous
+/// distribution. The largest of the `i + j` pooled values belongs to the first sample with
+/// probability `i / (i + j)`, and is then above all `j` values of the second:
+/// `P_{i,j}(u) = i/(i+j) P_{i-1,j}(u - j) + j/(i+j) P_{i,j-1}(u)`.
+fn exact_u_distribution(n_a: usize, n_b: usize) -> Vec<f64> {
+    let len = n_a * n_b + 1;
+    // row[j] = distribution for (i, j) of the current i.
+    let mut row: Vec<Vec<f64>> = (0..=n_b)
+        .map(|_| {
+            let mut d = vec![0.0; len];
+            d[0] = 1.0;
+            d
+        })
+        .collect();
+    for i in 1..=n_a {
+        // j = 0: U is 0 whatever i; row[0] already is.
+        for j in 1..=n_b {
+            let w_a = i as f64 / (i + j) as f64;
+            let w_b = j as f64 / (i + j) as f64;
+            let mut next = vec![0.0; len];
+            for (u, slot) in next.iter_mut().enumerate().take(i * j + 1) {
+                let from_a = if u >= j { row[j][u - j] } else { 0.0 };
+                *slot = w_a * from_a + w_b * row[j - 1][u];
+            }
+            row[j] = next;
+        }
+    }
+    row.pop().expect("n_b + 1 rows")
+}
+
+/// Largest pooled size whose splits are enumerated (2^20 masks at most).
+const EXACT_PERMUTATION_MAX_POOLED: usize = 20;
+
+/// Permutation test of `median(a) - median(b)`, two-sided: the p value is the share of splits
+/// of the pooled sample into groups of the original sizes whose difference is at least as
+/// large in absolute value as the observed one. Every split is enumerated when there are no
+/// more than `resamples` of them; otherwise `resamples` random splits are drawn (seeded) and
+/// `p = (1 + count) / (1 + resamples)`, which never reports an impossible zero.
+pub fn permutation_test(a: &[f64], b: &[f64], resamples: usize, seed: u64) -> TestResult {
+    let (n_a, n_b) = (a.len(), b.len());
+    if n_a == 0 || n_b == 0 {
+        return TestResult {
+            statistic: f64::NAN,
+            p: 1.0,
+            method: TestMethod::PermutationExact,
+        };
+    }
+    let observed = median(a) - median(b);
+    let threshold = observed.abs() * (1.0 - 1e-12);
+    let pooled: Vec<f64> = a.iter().chain(b).copied().collect();
+    let n = pooled.len();
+    let (mut group_a, mut group_b) = (Vec::with_capacity(n_a), Vec::with_capacity(n_b));
+    let extreme = |group_a: &[f64], group_b: &[f64]| -> bool {
+        (median(group_a) - median(group_b)).abs() >= threshold
+    };
+    if n <= EXACT_PERMUTATION_MAX_POOLED && binomial(n, n_a) <= resamples as f64 {
+        let (mut count, mut total) = (0u64, 0u64);
+        for mask in 0u32..(1u32 << n) {
+            if mask.count_ones() as usize != n_a {
+                continue;
+            }
+            group_a.clear();
+            group_b.clear();
+            for (k, &x) in pooled.iter().enumerate() {
+                if mask & (1 << k) != 0 {
+                    group_a.push(x);
+                } else {
+                    group_b.push(x);
+                }
+            }
+            total += 1;
+            count += u64::from(extreme(&group_a, &group_b));
+        }
+        return TestResult {
+            statistic: observed,
+            p: count as f64 / total as f64,
+            method: TestMethod::PermutationExact,
+        };
+    }
+    let mut rng = SplitMix64::new(seed);
+    let mut shuffled = pooled;
+    let mut count = 0u64;
+    for _ in 0..resamples {
+        // Partial Fisher-Yates: the first n_a positions become a uniform random subset.
+        for k in 0..n_a {
+            let pick = k + rng.below((n - k) as u64) as usize;
+            shuffled.swap(k, pick);
+        }
+        count += u64::from(extreme(&shuffled[..n_a], &shuffled[n_a..]));
+    }
+    TestResult {
+        statistic: observed,
+        p: (1 + count) as f64 / (1 + resamples) as f64,
+        method: TestMethod::PermutationMonteCarlo,
+    }
+}
+
+/// `n choose k` as a float (exact below 2^53).
+pub(crate) fn binomial(n: usize, k: usize) -> f64 {
+    let k = k.min(n - k);
+    (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(x: f64, y: f64, tol: f64) -> bool {
+        (x - y).abs() <= tol
+    }
+
+    // Reference values: scipy.stats.mannwhitneyu (scipy 1.17), two-sided.
+
+    #[test]
+    fn exact_small_samples() {
+        let r = mann_whitney_u(&[19.0, 22.0, 16.0, 29.0, 24.0], &[20.0, 11.0, 17.0, 12.0]);
+        assert_eq!(r.method, TestMethod::MannWhitneyExact);
+        assert_eq!(r.statistic, 17.0);
+        assert!(close(r.p, 0.1111111111111111, 1e-12), "{r:?}");
+
+        // Complete separation of 6 and 6: 2 / C(12, 6) = 0.0021645...
+        let a = [1.1, 2.2, 3.3, 4.4, 5.5, 6.6];
+        let b = [7.7, 8.8, 9.9, 10.1, 11.2, 12.3];
+        let r = mann_whitney_u(&a, &b);
+        assert_eq!(r.statistic, 0.0);
+        assert!(close(r.p, 0.0021645021645021645, 1e-14), "{r:?}");
+        assert!(close(mann_whitney_u(&b, &a).p, r.p, 1e-15));
+
+        let a = [0.8, 0.83, 1.89, 1.04, 1.45, 1.38, 1.91, 1.64, 0.73, 1.46];
+        let b = [1.15, 0.88, 0.9, 0.74, 1.21];
+        let r = mann_whitney_u(&a, &b);
+        assert_eq!(r.statistic, 35.0);
+        assert!(close(r.p, 0.2544122544122544, 1e-12), "{r:?}");
+    }
+
+    #[test]
+    fn exact_distribution_sums_to_one_and_is_symmetric() {
+        let d = exact_u_distribution(7, 9);
+        assert_eq!(d.len(), 64);
+        assert!(close(d.iter().sum::<f64>(), 1.0, 1e-12));
+        for u in 0..d.len() {
+            assert!(close(d[u], d[63 - u], 1e-15));
+        }
+        // P(U = 0) = 1 / C(16, 7)
+        assert!(close(d[0], 1.0 / 11440.0, 1e-18));
+    }
+
+    #[test]
+    fn normal_approximation_with_ties() {
+        let a = [1.0, 2.0, 2.0, 3.0, 3.0, 3.0, 4.0, 5.0];
+        let b = [3.0, 4.0, 4.0, 5.0, 5.0, 6.0, 6.0, 7.0, 8.0];
+        let r = mann_whitney_u(&a, &b);
+        assert_eq!(r.method, TestMethod::MannWhitneyNormal);
+        assert_eq!(r.statistic, 7.5);
+        assert!(close(r.p, 0.006373133838085873, 1e-10), "{r:?}");
+    }
+
+    #[test]
+    fn normal_approximation_larger_samples() {
+        // numpy default_rng(1): normal(10, 1, 30) and normal(10.5, 1, 35), rounded to 3
+        // places (9.518 occurs in both, so the exact method does not apply).
+        let x = [
+            10.346, 10.822, 10.33, 8.697, 10.905, 10.446, 9.463, 10.581, 10.365, 10.294, 10.028,
+            10.547, 9.264, 9.837, 9.518, 10.599, 10.04, 9.708, 9.218, 9.743, 10.008, 9.724, 11.294,
+            11.007, 7.289, 8.111, 9.825, 9.578, 10.214, 10.217,
+        ];
+        let y = [
+            12.618, 9.388, 10.122, 12.543, 11.147, 11.163, 9.986, 8.852, 10.667, 10.609, 9.273,
+            9.817, 10.428, 9.555, 10.402, 10.595, 10.536, 9.994, 11.094, 11.391, 10.821, 9.682,
+            11.232, 9.999, 11.379, 9.428, 11.414, 10.48, 9.251, 10.186, 10.554, 10.773, 9.518,
+            9.393, 10.7,
+        ];
+        let r = mann_whitney_u(&x, &y);
+        assert_eq!(r.method, TestMethod::MannWhitneyNormal);
+        assert_eq!(r.statistic, 384.5);
+        assert!(close(r.p, 0.06543349086092133, 1e-10), "{r:?}");
+    }
+
+    #[test]
+    fn identical_constant_samples_are_no_evidence() {
+        let r = mann_whitney_u(&[4.0; 5], &[4.0; 5]);
+        assert_eq!(r.p, 1.0);
+        assert_eq!(mann_whitney_u(&[], &[1.0]).p, 1.0);
+    }
+
+    #[test]
+    fn permutation_exact_by_hand() {
+        // Of the C(8, 4) = 70 splits four reach |4|: {1,2,3,4} and {1,2,3,5} against the
+        // rest (medians 2.5 and 6.5), and their mirror images.
+        let r = permutation_test(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], 1000, 1);
+        assert_eq!(r.method, TestMethod::PermutationExact);
+        assert_eq!(r.statistic, -4.0);
+        assert!(close(r.p, 4.0 / 70.0, 1e-15), "{r:?}");
+    }
+
+    #[test]
+    fn permutation_monte_carlo_agrees_with_exact() {
+        let a = [3.1, 4.5, 2.2, 5.0, 3.3, 4.1];
+        let b = [4.9, 5.5, 3.9, 6.1, 5.2, 4.4];
+        let exact = permutation_test(&a, &b, 10_000, 1);
+        assert_eq!(exact.method, TestMethod::PermutationExact);
+        let mc = permutation_test(&a, &b, 500, 1);
+        assert_eq!(mc.method, TestMethod::PermutationMonteCarlo);
+        assert!(close(exact.p, mc.p, 0.05), "{exact:?} {mc:?}");
+        assert_eq!(mc, permutation_test(&a, &b, 500, 1), "seeded");
+    }
+
+    #[test]
+    fn binomials() {
+        assert_eq!(binomial(12, 6), 924.0);
+        assert_eq!(binomial(5, 0), 1.0);
+        assert_eq!(binomial(16, 7), 11440.0);
+    }
+}

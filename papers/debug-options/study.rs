@@ -1,0 +1,143 @@
+//! The debug-options study (the MALLOC_PRODUCTION seed): what does a malloc built with its
+//! debug checks cost a tiny program that only starts, allocates once and exits? In the seed,
+//! FreeBSD's jemalloc without MALLOC_PRODUCTION gave every program a resident size of about
+//! 8 MiB, and 100 runs of `int main(void) { malloc(64); return 0; }` took 24 s against 2 s
+//! once a zero-check of fresh memory was skipped. liballoclab.so has every check compiled in
+//! and chosen at run time; here the same tiny program runs under it with the options off, the
+//! hardened profile and the debug profile, against glibc and Debian's jemalloc, mimalloc and
+//! tcmalloc: the parent's clock around each process, and the peak resident size the program
+//! reads from `/proc/self/status` before it exits.
+
+use super::{Grid, Question, Study};
+use alloclab_measure::programs::{
+    compile_c, liballoclab, peer_preloads, Preload, Program, LIBALLOCLAB_HINT,
+};
+use alloclab_measure::subjects::SubjectEntry;
+use std::path::Path;
+
+/// The seed's program, which then writes its own peak resident size (the `VmHWM:` line of
+/// `/proc/self/status`) to stderr, with system calls only: no further allocation.
+const TINY_C: &str = r#"#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(void) {
+    if (malloc(64) == NULL)
+        return 1;
+    char buf[8192];
+    int fd = open("/proc/self/status", O_RDONLY);
+    if (fd < 0)
+        return 2;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 3;
+    buf[n] = 0;
+    char *line = strstr(buf, "VmHWM:");
+    if (line == NULL)
+        return 4;
+    char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line + 1) : strlen(line);
+    return write(2, line, len) == (ssize_t)len ? 0 : 5;
+}
+"#;
+
+/// liballoclab.so's settings measured: subject name and `ALLOCLAB_CONF`.
+const ALLOCLAB: [(&str, &str); 3] = [
+    ("alloclab-off", "config:lifo"),
+    ("alloclab-hardened", "config:lifo,profile:hardened"),
+    ("alloclab-debug", "config:lifo,profile:debug"),
+];
+
+/// Compiles the tiny program into `dir` with the system's C compiler, and lists the
+/// allocators to run it under.
+fn programs(dir: &Path) -> Result<(Vec<Program>, Vec<Preload>), String> {
+    let Some(so) = liballoclab() else {
+        return Err(format!("liballoclab.so not found: {LIBALLOCLAB_HINT}"));
+    };
+    let binary = compile_c(dir, "tiny-malloc", TINY_C, &["-O2"])?;
+    let mut preloads = peer_preloads();
+    for (name, conf) in ALLOCLAB {
+        preloads.push(Preload {
+            name: name.into(),
+            describe: format!("liballoclab.so, ALLOCLAB_CONF={conf}"),
+            library: Some(so.clone()),
+            env: vec![("ALLOCLAB_CONF".into(), conf.into())],
+        });
+    }
+    let tiny = Program {
+        name: "tiny-malloc".into(),
+        binary,
+        args: vec![],
+        env: vec![],
+        reports_hwm: true,
+        runs: 1,
+    };
+    Ok((vec![tiny], preloads))
+}
+
+fn variants() -> Vec<SubjectEntry> {
+    Vec::new()
+}
+
+/// The study.
+pub fn study() -> Study {
+    Study {
+        name: "debug-options",
+        title: "What do run-time debug options cost a tiny program's start-up and resident size?",
+        variants,
+        subjects: &[
+            "system",
+            "jemalloc",
+            "mimalloc",
+            "tcmalloc",
+            "alloclab-off",
+            "alloclab-hardened",
+            "alloclab-debug",
+        ],
+        baseline: "system",
+        full: Grid {
+            workloads: vec!["program:tiny-malloc"],
+            threads: vec![1],
+            reps: 1000,
+            scale: 1.0,
+        },
+        quick: Grid {
+            workloads: vec!["program:tiny-malloc"],
+            threads: vec![1],
+            reps: 100,
+            scale: 1.0,
+        },
+        questions: &[
+            Question {
+                subject: "alloclab-hardened",
+                reference: "alloclab-off",
+                text: "the hardened profile against options off",
+            },
+            Question {
+                subject: "alloclab-debug",
+                reference: "alloclab-off",
+                text: "the debug profile against options off",
+            },
+            Question {
+                subject: "alloclab-off",
+                reference: "system",
+                text: "liballoclab.so, options off, against glibc",
+            },
+            Question {
+                subject: "alloclab-debug",
+                reference: "system",
+                text: "liballoclab.so, debug profile, against glibc",
+            },
+            Question {
+                subject: "alloclab-off",
+                reference: "jemalloc",
+                text: "liballoclab.so, options off, against jemalloc",
+            },
+        ],
+        metrics: &["wall", "peak_rss"],
+        instructions: None,
+        programs: Some(programs),
+    }
+}

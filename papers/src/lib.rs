@@ -1,0 +1,198 @@
+//! # Studies reproduced by one command (`alloclab paper <study>`)
+//!
+//! Each study of `papers/` is defined here, one file each: the subjects it compares
+//! (including variants that are not named configs, such as the arena-choice bug of the
+//! thread-arenas seed), the workloads, thread counts and baseline, and the head-to-head
+//! questions its README answers. Running one is a `compare` run with these settings, plus
+//! `questions.md`: each question's pair compared directly (ratio of medians with its bootstrap
+//! interval, Mann-Whitney U, Holm-adjusted across the study's questions).
+//!
+//! Sits above `measure` (which knows nothing of studies), below the command line.
+
+mod checked;
+#[path = "../debug-options/study.rs"]
+mod debug_options;
+#[path = "../poisoning/study.rs"]
+mod poisoning;
+mod questions;
+#[path = "../run-reuse-order/study.rs"]
+mod run_reuse_order;
+#[path = "../run-reuse-tcache/study.rs"]
+mod run_reuse_tcache;
+#[path = "../sampling/study.rs"]
+mod sampling;
+#[path = "../thread-arenas/study.rs"]
+mod thread_arenas;
+
+pub use questions::answer;
+
+use alloclab_measure::programs::{Preload, Program};
+use alloclab_measure::subjects::SubjectEntry;
+
+/// A head-to-head question: is `subject` different from `reference` on this metric?
+#[derive(Clone, Copy, Debug)]
+pub struct Question {
+    /// The subject asked about.
+    pub subject: &'static str,
+    /// What it is compared with.
+    pub reference: &'static str,
+    /// In words.
+    pub text: &'static str,
+}
+
+/// A study's grid at one size.
+#[derive(Clone, Debug)]
+pub struct Grid {
+    /// Workload names.
+    pub workloads: Vec<&'static str>,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+    /// Measured rounds.
+    pub reps: usize,
+    /// Amount of work relative to the full workloads.
+    pub scale: f64,
+}
+
+/// One study.
+pub struct Study {
+    /// The name given to `alloclab paper`.
+    pub name: &'static str,
+    /// One line: the seed's question.
+    pub title: &'static str,
+    /// The study's own subjects (variants that are not named configs), made fresh in each
+    /// measuring process.
+    pub variants: fn() -> Vec<SubjectEntry>,
+    /// The subjects compared, in report order (variants, named configs, peers).
+    pub subjects: &'static [&'static str],
+    /// The subject ratios are taken against.
+    pub baseline: &'static str,
+    /// The full grid.
+    pub full: Grid,
+    /// The `--quick` grid.
+    pub quick: Grid,
+    /// The head-to-head questions `questions.md` answers.
+    pub questions: &'static [Question],
+    /// Metrics the questions are asked on (`wall`, `peak_rss`, ...).
+    pub metrics: &'static [&'static str],
+    /// A second pass under callgrind, if the study counts instructions.
+    pub instructions: Option<InstructionPass>,
+    /// For a study of whole programs under `LD_PRELOAD` (as `compare --programs`), instead of
+    /// workloads in process: makes the programs (building what it must in the directory
+    /// given) and the allocators to preload, which `subjects` names.
+    pub programs: Option<ProgramSet>,
+}
+
+/// Makes a program study's programs (in the directory given) and preloads.
+pub type ProgramSet = fn(&std::path::Path) -> Result<(Vec<Program>, Vec<Preload>), String>;
+
+/// A study's callgrind pass (`compare --instructions`): the same subjects, each call's
+/// instructions, data reads and writes and cache misses counted, at the grid's scale, one
+/// thread. Its
+/// results and answers go to `instructions/` beside the timed pass's.
+#[derive(Clone, Debug)]
+pub struct InstructionPass {
+    /// Metrics the questions are asked on (`instructions`, `data_writes`, ...).
+    pub metrics: &'static [&'static str],
+    /// Workloads (a subset of the grid's: callgrind runs some fifty times slower).
+    pub workloads: Vec<&'static str>,
+    /// Amount of work relative to the grid's (callgrind's counts per call settle long before
+    /// a timer's medians do).
+    pub scale: f64,
+    /// Measured rounds of the full run (no warm-up round: the counts need none).
+    pub full_reps: usize,
+    /// Measured rounds of `--quick`.
+    pub quick_reps: usize,
+}
+
+/// Every bundled trace, each replayed without and with touching the memory: the full grid of
+/// the run-reuse studies.
+pub const REPLAYS: &[&str] = &[
+    "replay-python3-stdlib-notouch",
+    "replay-python3-stdlib-touch",
+    "replay-lua5.4-notouch",
+    "replay-lua5.4-touch",
+    "replay-sqlite3-notouch",
+    "replay-sqlite3-touch",
+    "replay-gcc-cc1-notouch",
+    "replay-gcc-cc1-touch",
+    "replay-synthetic-bursts-notouch",
+    "replay-synthetic-bursts-touch",
+];
+
+/// Every study.
+pub fn all() -> Vec<Study> {
+    vec![
+        run_reuse_order::study(),
+        run_reuse_tcache::study(),
+        thread_arenas::study(),
+        poisoning::study(),
+        sampling::study(),
+        debug_options::study(),
+    ]
+}
+
+/// The study named `name`.
+pub fn find(name: &str) -> Option<Study> {
+    all().into_iter().find(|s| s.name == name)
+}
+
+/// Every study's variants: the measuring child must be able to make them.
+pub fn variants() -> Vec<SubjectEntry> {
+    all().iter().flat_map(|s| (s.variants)()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloclab_measure::builtin_subjects as builtin;
+
+    #[test]
+    fn every_study_names_subjects_and_metrics_that_exist() {
+        let mut known: Vec<String> = builtin().into_iter().map(|e| e.name).collect();
+        known.extend(variants().into_iter().map(|e| e.name));
+        for s in all().into_iter().filter(|s| s.programs.is_none()) {
+            for name in s.subjects {
+                assert!(known.iter().any(|k| k == name), "{}: {name}", s.name);
+            }
+            assert!(s.subjects.contains(&s.baseline), "{}", s.name);
+            for q in s.questions {
+                assert!(s.subjects.contains(&q.subject), "{}", s.name);
+                assert!(s.subjects.contains(&q.reference), "{}", s.name);
+            }
+            let counted = s.instructions.iter().flat_map(|p| p.metrics.iter());
+            for m in s.metrics.iter().chain(counted) {
+                assert!(questions::METRICS.contains(m), "{}: metric {m}", s.name);
+            }
+            for w in s.instructions.iter().flat_map(|p| &p.workloads) {
+                assert!(s.full.workloads.contains(w), "{}: {w}", s.name);
+            }
+        }
+    }
+
+    #[test]
+    fn variant_names_are_unique_and_not_builtin() {
+        let builtin: Vec<String> = builtin().into_iter().map(|e| e.name).collect();
+        let mut names: Vec<String> = variants().into_iter().map(|e| e.name).collect();
+        for n in &names {
+            assert!(!builtin.contains(n), "{n} shadows a built-in subject");
+        }
+        let before = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), before);
+    }
+
+    #[test]
+    fn hardening_variants_run_with_their_options() {
+        for s in [poisoning::study(), sampling::study()] {
+            for v in (s.variants)() {
+                let heap = (v.make)();
+                let p = heap.malloc(300);
+                assert!(!p.is_null(), "{}", v.name);
+                // SAFETY: `p` came from this subject's malloc and is freed once.
+                unsafe { heap.free(p) };
+                assert_eq!(heap.name(), "checked", "{}", v.name);
+            }
+        }
+    }
+}

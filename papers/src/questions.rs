@@ -1,0 +1,151 @@
+//! A study's head-to-head questions answered from its results: for each question, metric,
+//! workload and thread count, the ratio of the two medians with its bootstrap 95% interval and
+//! a Mann-Whitney U test, p-values Holm-adjusted across everything this file asks.
+
+use super::Study;
+use alloclab_measure::schema::{Measurement, Results};
+use alloclab_measure::stats;
+use std::fmt::Write;
+
+/// Resamples of the bootstrap intervals.
+const RESAMPLES: usize = 10_000;
+/// Significance level after adjustment.
+const ALPHA: f64 = 0.05;
+
+/// The metrics `metric` knows (every study's are checked against it in the tests).
+#[cfg(test)]
+pub const METRICS: &[&str] = &[
+    "wall",
+    "user",
+    "sys",
+    "ops_per_sec",
+    "peak_rss",
+    "final_rss",
+    "max_rss_process",
+    "instructions",
+    "data_reads",
+    "data_writes",
+    "memory_traffic",
+    "d1_misses",
+    "ll_misses",
+];
+
+/// A metric's value in one measurement (`memory_traffic`: data reads plus writes).
+fn metric(m: &Measurement, name: &str) -> Option<f64> {
+    let x = &m.metrics;
+    match name {
+        "wall" => Some(x.wall),
+        "user" => Some(x.user),
+        "sys" => Some(x.sys),
+        "ops_per_sec" => Some(x.ops_per_sec),
+        "peak_rss" => x.peak_rss.map(|v| v as f64),
+        "final_rss" => x.final_rss.map(|v| v as f64),
+        "max_rss_process" => x.max_rss_process.map(|v| v as f64),
+        "instructions" => x.instructions.as_ref().map(|i| i.instructions),
+        "data_reads" => x.instructions.as_ref().map(|i| i.data_reads),
+        "data_writes" => x.instructions.as_ref().map(|i| i.data_writes),
+        "memory_traffic" => x
+            .instructions
+            .as_ref()
+            .map(|i| i.data_reads + i.data_writes),
+        "d1_misses" => x.instructions.as_ref().map(|i| i.d1_misses),
+        "ll_misses" => x.instructions.as_ref().map(|i| i.ll_misses),
+        _ => None,
+    }
+}
+
+fn values(r: &Results, subject: &str, workload: &str, threads: usize, name: &str) -> Vec<f64> {
+    r.measurements
+        .iter()
+        .filter(|m| {
+            !m.warmup && m.subject == subject && m.workload == workload && m.threads == threads
+        })
+        .filter_map(|m| metric(m, name))
+        .collect()
+}
+
+struct Row {
+    question: String,
+    metric: &'static str,
+    workload: String,
+    threads: usize,
+    n: (usize, usize),
+    ratio: stats::ConfidenceInterval,
+    p: f64,
+}
+
+/// `questions.md` for `study` from its `results`, on `metrics`.
+pub fn answer(study: &Study, results: &Results, metrics: &[&'static str]) -> String {
+    let mut cells: Vec<(String, usize)> = results
+        .measurements
+        .iter()
+        .map(|m| (m.workload.clone(), m.threads))
+        .collect();
+    cells.sort();
+    cells.dedup();
+    let mut rows = Vec::new();
+    for q in study.questions {
+        for &metric_name in metrics {
+            for (workload, threads) in &cells {
+                let a = values(results, q.subject, workload, *threads, metric_name);
+                let b = values(results, q.reference, workload, *threads, metric_name);
+                if a.is_empty() || b.is_empty() {
+                    continue;
+                }
+                let seed = results.plan.seed ^ rows.len() as u64;
+                rows.push(Row {
+                    question: format!("{} ({} / {})", q.text, q.subject, q.reference),
+                    metric: metric_name,
+                    workload: workload.clone(),
+                    threads: *threads,
+                    n: (a.len(), b.len()),
+                    ratio: stats::ratio_of_medians_ci(&a, &b, 0.95, RESAMPLES, seed),
+                    p: stats::mann_whitney_u(&a, &b).p,
+                });
+            }
+        }
+    }
+    let adjusted = stats::holm(&rows.iter().map(|r| r.p).collect::<Vec<_>>());
+    let mut out = String::new();
+    let _ = writeln!(out, "# {}: {}\n", study.name, study.title);
+    let _ = writeln!(
+        out,
+        "Each row compares two subjects directly: the ratio of their medians (subject / \
+         reference; below 1 means less time, memory or work) with a bootstrap 95% interval, and a \
+         two-sided Mann-Whitney U test, p Holm-adjusted across the {} comparisons below. \
+         Warm-up rounds excluded.\n",
+        rows.len()
+    );
+    let _ = writeln!(
+        out,
+        "| question | metric | workload | threads | n | ratio | 95% CI | p (Holm) | verdict |"
+    );
+    let _ = writeln!(out, "|---|---|---|---:|---|---:|---|---:|---|");
+    for (r, p_adj) in rows.iter().zip(&adjusted) {
+        let verdict = if *p_adj < ALPHA && !r.ratio.contains(1.0) {
+            if r.ratio.estimate < 1.0 {
+                "lower"
+            } else {
+                "higher"
+            }
+        } else {
+            "no significant difference"
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {}+{} | {:.3} | [{:.3}, {:.3}] | {:.3} | {} |",
+            r.question,
+            r.metric,
+            r.workload,
+            r.threads,
+            r.n.0,
+            r.n.1,
+            r.ratio.estimate,
+            r.ratio.lo,
+            r.ratio.hi,
+            p_adj,
+            verdict
+        );
+    }
+    out
+}

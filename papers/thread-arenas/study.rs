@@ -1,0 +1,86 @@
+//! The thread-arenas study (the 1436541 seed): worker threads allocating small objects, with an
+//! occasional request above 512 bytes. In the seed, that one large request re-pointed the
+//! thread at the shared arena for good, and malloc time per worker thread went from about 125
+//! to about 20 units once fixed. The buggy arena choice (`LargeResetsShared<512>`) is measured
+//! against `ThreadLocal<496>` (large requests to the shared arena, the thread keeps its own),
+//! `ThreadLocal`, `Single` and the peers.
+
+use super::{Grid, Question, Study};
+use alloclab_measure::subjects::SubjectEntry;
+use alloclab_policies::configs::Using;
+use alloclab_policies::{LargeResetsShared, Lifo, Single, ThreadLocal};
+
+/// The seed's bug: a request above 512 bytes resets the thread to the shared arena.
+pub type ArenaResetBug = Using<Lifo, LargeResetsShared<512>>;
+/// The fix as mozjemalloc made it: requests above 496 bytes go to the shared arena, the thread
+/// keeps its own arena for the rest.
+pub type ThreadSmall = Using<Lifo, ThreadLocal<496>>;
+/// An arena per thread for every size.
+pub type Thread = Using<Lifo, ThreadLocal>;
+/// One arena for every thread.
+pub type Shared = Using<Lifo, Single>;
+
+fn variants() -> Vec<SubjectEntry> {
+    vec![
+        SubjectEntry::alloclab::<ArenaResetBug>("arena-reset-bug"),
+        SubjectEntry::alloclab::<ThreadSmall>("thread-small-496"),
+        SubjectEntry::alloclab::<Thread>("thread"),
+        SubjectEntry::alloclab::<Shared>("single"),
+    ]
+}
+
+/// The study.
+pub fn study() -> Study {
+    Study {
+        name: "thread-arenas",
+        title: "What does resetting a worker thread to the shared arena cost, and what fixes it?",
+        variants,
+        subjects: &[
+            "arena-reset-bug",
+            "thread-small-496",
+            "thread",
+            "single",
+            "system",
+            "jemalloc",
+            "mimalloc",
+        ],
+        baseline: "arena-reset-bug",
+        full: Grid {
+            workloads: vec!["thread-arena"],
+            threads: vec![1, 2, 4, 8],
+            reps: 10,
+            scale: 1.0,
+        },
+        quick: Grid {
+            workloads: vec!["thread-arena"],
+            threads: vec![2, 4],
+            reps: 7,
+            scale: 0.25,
+        },
+        questions: &[
+            Question {
+                subject: "thread-small-496",
+                reference: "arena-reset-bug",
+                text: "the fix (ThreadLocal<496>) against the bug",
+            },
+            Question {
+                subject: "thread",
+                reference: "arena-reset-bug",
+                text: "an arena per thread for every size against the bug",
+            },
+            Question {
+                subject: "single",
+                reference: "arena-reset-bug",
+                text: "one shared arena against the bug",
+            },
+            Question {
+                subject: "thread-small-496",
+                reference: "thread",
+                text: "the fix against an arena per thread for every size",
+            },
+        ],
+        metrics: &["wall"],
+        instructions: None,
+        programs: None,
+    }
+}
