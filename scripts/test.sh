@@ -5,20 +5,35 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Each banner also says how long the step before it took (and the last line the total).
+# Each banner also says how long the step before it took; the end prints every step's seconds.
 step_started=$SECONDS
-step() {
+step_names=()
+step_seconds=()
+step_done() {
     if [ -n "${step_name:-}" ]; then
-        printf '=== %s: %d s ===\n' "$step_name" $((SECONDS - step_started))
+        local took=$((SECONDS - step_started))
+        printf '=== %s: %d s ===\n' "$step_name" "$took"
+        step_names+=("$step_name")
+        step_seconds+=("$took")
     fi
+}
+step() {
+    step_done
     step_name="$*"
     step_started=$SECONDS
     printf '\n=== %s ===\n' "$*"
 }
+summary() {
+    printf '\n=== seconds per step ===\n'
+    local i
+    for i in "${!step_names[@]}"; do
+        printf '%6d  %s\n' "${step_seconds[$i]}" "${step_names[$i]}"
+    done
+}
 # A run stopped by a signal is a failure, never "all steps passed".
 trap 'exit 130' INT
 trap 'exit 143' TERM
-trap 'if [ $? -eq 0 ] && [ -n "${step_name:-}" ]; then printf "=== %s: %d s ===\n=== all steps passed in %d s ===\n" "$step_name" $((SECONDS - step_started)) "$SECONDS"; fi' EXIT
+trap 'rc=$?; step_done; summary; if [ $rc -eq 0 ]; then printf "=== all steps passed in %d s ===\n" "$SECONDS"; else printf "=== FAILED in step: %s (after %d s) ===\n" "$step_name" "$SECONDS"; fi' EXIT
 
 step "set-up: what a fresh machine lacks"
 # The suite needs more than cargo: rustfmt and clippy, the programs liballoclab.so's tests run
@@ -94,7 +109,7 @@ step "fuzz smoke: every target briefly, from its committed seeds"
 for target in $(cd fuzz && cargo fuzz list); do
     scratch="$(mktemp -d)"
     if ! (cd fuzz && cargo fuzz run -s none "$target" "$scratch" "seeds/$target" -- \
-        -max_total_time="${FUZZ_SECONDS:-15}" -rss_limit_mb=4096 -print_final_stats=1 \
+        -max_total_time="${FUZZ_SECONDS:-5}" -rss_limit_mb=4096 -print_final_stats=1 \
         >"$scratch.log" 2>&1); then
         cat "$scratch.log"
         exit 1
@@ -113,6 +128,11 @@ case "$template_target" in /*) ;; *) template_target="$PWD/$template_target" ;; 
     cargo clippy --workspace --all-targets --target-dir "$template_target" -- -D warnings
     cargo test --workspace --target-dir "$template_target"
 )
+step "the policy template: a crate made from it by new-policy.sh builds, every name changed"
+scratch="$(mktemp -d)"
+examples/policy-template/new-policy.sh "$scratch/fullest-first" fullest_first
+(cd "$scratch/fullest-first" && cargo check --workspace --all-targets --target-dir "$template_target")
+rm -rf "$scratch"
 step "the policy template: its loom test"
 (
     cd examples/policy-template
@@ -132,7 +152,7 @@ step "the policy template: its fuzz target"
 # The template's fuzz target, as a user runs it, sharing the build of the targets above.
 scratch="$(mktemp -d)"
 if ! (cd examples/policy-template/fuzz && cargo fuzz run -s none --target-dir "$PWD/../../../fuzz/target" \
-    heap_ops "$scratch" -- -max_total_time="${FUZZ_SECONDS:-15}" -rss_limit_mb=4096 \
+    heap_ops "$scratch" -- -max_total_time="${FUZZ_SECONDS:-5}" -rss_limit_mb=4096 \
     -print_final_stats=1 >"$scratch.log" 2>&1); then
     cat "$scratch.log"
     exit 1

@@ -606,3 +606,68 @@ fn a_killed_shard_resumes_and_merges_into_the_full_grid() {
         let _ = std::fs::remove_dir_all(d);
     }
 }
+
+/// Off a terminal (here: a pipe), progress is one line per finished measurement, written as
+/// it finishes, with the count and the measurement; `--no-progress` silences it.
+#[test]
+fn progress_off_a_terminal_is_one_line_per_measurement() {
+    let dir = scratch("progress-lines");
+    let out = alloclab(&[
+        "compare",
+        "--subjects",
+        "lifo,system",
+        "--workloads",
+        "churn",
+        "--threads",
+        "1",
+        "--reps",
+        "2",
+        "--scale",
+        "0.01",
+        "--seed",
+        "5",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    // 2 subjects x (1 warm-up + 2 rounds).
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("alloclab: "))
+        .collect();
+    assert_eq!(lines.len(), 6, "{err}");
+    for (k, line) in lines.iter().enumerate() {
+        assert!(
+            line.starts_with(&format!("alloclab: {}/6 round ", k + 1)),
+            "{line}"
+        );
+        assert!(line.contains(" on churn x1 "), "{line}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let quiet = scratch("progress-quiet");
+    let out = alloclab(&[
+        "compare",
+        "--subjects",
+        "lifo,system",
+        "--workloads",
+        "churn",
+        "--threads",
+        "1",
+        "--reps",
+        "2",
+        "--scale",
+        "0.01",
+        "--no-progress",
+        "--out",
+        quiet.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.lines().any(|l| l.contains("/6 round")), "{err}");
+    let _ = std::fs::remove_dir_all(&quiet);
+}

@@ -155,7 +155,7 @@ pub enum TcacheCheck {
     /// pointer at a 16-byte boundary, or a second free of a region already back in its run,
     /// is taken, and reported when a flush gives it back, unless it was handed out again
     /// first (then two owners share it, as in jemalloc's and mimalloc's default builds). A
-    /// measured trade: about 30 instructions fewer per `free` (README, "Speed").
+    /// measured trade: about 30 instructions fewer per `free` (docs/PERFORMANCE.md).
     Light,
 }
 

@@ -1,9 +1,9 @@
-//! The logalloc trace parser (`alloclab::trace::parse`): any bytes give a trace or an error,
+//! The logalloc trace parser (`alloclab_traces::trace::parse`): any bytes give a trace or an error,
 //! never a panic, with bad lines stopping the parse or skipped; and a trace written back in the
 //! munged form parses again to the same operations.
 #![no_main]
 
-use alloclab::trace::{parse, write_munged, ParseOptions, Pid};
+use alloclab_traces::trace::{parse, write_munged, ParseOptions, Pid};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

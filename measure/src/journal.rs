@@ -225,7 +225,6 @@ fn line<T: Serialize>(record: &T) -> Result<String, String> {
     Ok(text)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

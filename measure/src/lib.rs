@@ -14,6 +14,7 @@
 //!   minimum detectable effects, pilot advice;
 //! - `analysis`: per workload, thread count and metric, every subject against the baseline;
 //! - `runner`: one child process per measurement, shuffled rounds, shards;
+//! - `progress`: a bar on a terminal, one line per finished measurement otherwise;
 //! - `journal`, `resume`: each measurement on disk as it finishes, and a killed run continued;
 //! - `campaign`: what makes runs parts of one grid (plan and build, field by field), and the
 //!   seed shards share;
@@ -33,6 +34,7 @@ pub mod merge;
 pub mod peers;
 pub mod pilot;
 pub mod programs;
+pub mod progress;
 pub mod report;
 pub mod resume;
 pub mod runner;

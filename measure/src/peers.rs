@@ -29,6 +29,9 @@ fn peer(name: &str, make: fn() -> Box<dyn Subject>) -> SubjectEntry {
     }
 }
 
+/// The peers the `peers` feature builds from C sources (whether or not this build has them).
+pub const C_PEERS: [&str; 4] = ["jemalloc", "mimalloc", "snmalloc", "rpmalloc"];
+
 /// Every peer this build has, `system` first.
 pub fn entries() -> Vec<SubjectEntry> {
     #[allow(unused_mut)]

@@ -6,6 +6,7 @@
 //! glibc run's, else the measurement is a failure.
 
 use super::child::{describe_status, exited_zero, max_rss_bytes, tail, timeval, wait_reading};
+use super::progress::{Progress, Style};
 use super::runner::{schedule, Shard};
 use super::schema::{Failure, Measurement, Metrics, Plan, Results, SCHEMA_VERSION};
 use super::subjects::{SubjectEntry, SubjectKind};
@@ -737,14 +738,17 @@ pub fn run_with(
         .collect();
     let warmup = 1;
     let slots = schedule(cells.len(), warmup + opts.reps, opts.seed, None::<Shard>);
-    let bar = super::runner::progress_bar(slots.len(), opts.progress);
+    let mut progress = Progress::new(slots.len(), Style::for_stderr(opts.progress));
     let mut measurements = Vec::new();
     let mut failures = Vec::new();
     for slot in &slots {
         let (pi, si) = cells[slot.cell];
         let (program, preload) = (&programs[pi], &preloads[si]);
         let workload = format!("program:{}", program.name);
-        bar.set_message(format!("{} under {}", program.name, preload.name));
+        progress.start(format!(
+            "round {}: {} under {}",
+            slot.round, program.name, preload.name
+        ));
         let outcome = run_one(program, preload, slot.env_pad).and_then(|r| {
             if r.stdout == expected[pi] {
                 Ok(r)
@@ -756,6 +760,7 @@ pub fn run_with(
                 ))
             }
         });
+        progress.finished(outcome.is_ok());
         match outcome {
             Ok(r) => measurements.push(Measurement {
                 subject: preload.name.clone(),
@@ -776,9 +781,8 @@ pub fn run_with(
                 reason,
             }),
         }
-        bar.inc(1);
     }
-    bar.finish_and_clear();
+    progress.finish();
     Ok(Results {
         schema_version: SCHEMA_VERSION,
         environment: super::env::capture(std::env::args().collect(), vec![]),

@@ -13,11 +13,11 @@
 
 use super::child::{ChildArgs, ChildResult, Spawn};
 use super::journal::Journal;
+use super::progress::{Progress, Style};
 use super::schema::{CellKey, Failure, Measurement, Plan, Results, SCHEMA_VERSION};
 use super::subjects::SubjectEntry;
 use super::workloads::Workload;
 use alloclab_traces::rng::SplitMix64;
-use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -173,6 +173,13 @@ pub fn validate(
 ) -> Result<(), String> {
     for s in &opts.plan.subjects {
         if !entries.iter().any(|e| &e.name == s) {
+            if super::peers::C_PEERS.contains(&s.as_str()) {
+                return Err(format!(
+                    "`{s}` is a peer built from C sources, left out of this build: rebuild with \
+                     the `peers` feature (the default; `cargo run --release -- compare ...`, \
+                     several minutes the first time) or leave `{s}` out of --subjects"
+                ));
+            }
             let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
             return Err(format!(
                 "unknown subject `{s}` (known: {})",
@@ -199,22 +206,6 @@ pub fn validate(
         return Err("--threads needs counts of at least 1".into());
     }
     Ok(())
-}
-
-/// The bar `compare` and `compare --programs` draw on standard error over `len` measurements
-/// (hidden unless `show`): elapsed time, progress, time left, and what runs now.
-pub fn progress_bar(len: usize, show: bool) -> ProgressBar {
-    let bar = if show {
-        ProgressBar::new(len as u64)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} (ETA {eta}) {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    bar
 }
 
 /// The plan as recorded in results.json.
@@ -268,8 +259,8 @@ pub fn run(
     } else {
         None
     };
-    let bar = progress_bar(slots.len(), opts.progress);
-    bar.set_position(carried.len() as u64);
+    let mut progress = Progress::new(slots.len(), Style::for_stderr(opts.progress));
+    progress.carried(carried.len());
     let mut measurements = Vec::with_capacity(slots.len());
     let mut walls = Vec::with_capacity(slots.len());
     let mut process_walls = Vec::with_capacity(slots.len());
@@ -283,7 +274,7 @@ pub fn run(
             continue;
         }
         let warmup = slot.round < opts.plan.warmup;
-        bar.set_message(format!(
+        progress.start(format!(
             "round {}{}: {} on {} x{}",
             slot.round,
             if warmup { " (warm-up)" } else { "" },
@@ -309,6 +300,7 @@ pub fn run(
         let started = std::time::Instant::now();
         let result = spawn.run();
         let process_wall = started.elapsed().as_secs_f64();
+        let ok = matches!(result, ChildResult::Done(_));
         match result {
             ChildResult::Done(report) => {
                 let m = Measurement {
@@ -330,7 +322,7 @@ pub fn run(
                 process_walls.push(process_wall);
             }
             ChildResult::Failed(reason) => {
-                bar.println(format!(
+                progress.println(format!(
                     "failed: {} on {} x{} (round {}): {reason}",
                     cell.subject, cell.workload, cell.threads, slot.round
                 ));
@@ -343,9 +335,9 @@ pub fn run(
                 });
             }
         }
-        bar.inc(1);
+        progress.finished(ok);
     }
-    bar.finish_and_clear();
+    progress.finish();
     Ok(Run {
         results: Results {
             schema_version: SCHEMA_VERSION,
@@ -407,6 +399,38 @@ fn carried_over(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_c_peer_missing_from_the_build_is_named_with_the_fix() {
+        let plan = crate::test_fixture::results(1).plan;
+        let opts = RunOptions {
+            plan: Plan {
+                subjects: vec!["system".into(), "mimalloc".into()],
+                workloads: vec![super::super::workloads::all()[0].name().to_string()],
+                ..plan
+            },
+            shard: None,
+            iterations: 1,
+            exe: PathBuf::from("/nonexistent"),
+            timeout: Duration::from_secs(1),
+            progress: false,
+            scratch: PathBuf::from("/nonexistent"),
+        };
+        // A build without the `peers` feature has only `system` among the peers.
+        let entries: Vec<SubjectEntry> = crate::peers::entries()
+            .into_iter()
+            .filter(|e| e.name == "system")
+            .collect();
+        let err = validate(&opts, &entries, &super::super::workloads::all()).unwrap_err();
+        assert!(
+            err.contains("`mimalloc` is a peer built from C sources") && err.contains("`peers`"),
+            "{err}"
+        );
+        let mut unknown = opts.clone();
+        unknown.plan.subjects = vec!["system".into(), "nosuch".into()];
+        let err = validate(&unknown, &entries, &super::super::workloads::all()).unwrap_err();
+        assert!(err.contains("unknown subject `nosuch`"), "{err}");
+    }
 
     #[test]
     fn shards_parse_and_reject_nonsense() {

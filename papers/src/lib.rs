@@ -150,6 +150,11 @@ mod tests {
     fn every_study_names_subjects_and_metrics_that_exist() {
         let mut known: Vec<String> = builtin().into_iter().map(|e| e.name).collect();
         known.extend(variants().into_iter().map(|e| e.name));
+        if !cfg!(feature = "peers") {
+            // Built without the C peers (`cargo test -p alloclab-papers` alone): a study may
+            // still name them; `compare` refuses them in such a build, saying why.
+            known.extend(alloclab_measure::peers::C_PEERS.map(String::from));
+        }
         for s in all().into_iter().filter(|s| s.programs.is_none()) {
             for name in s.subjects {
                 assert!(known.iter().any(|k| k == name), "{}: {name}", s.name);
@@ -166,6 +171,33 @@ mod tests {
             for w in s.instructions.iter().flat_map(|p| &p.workloads) {
                 assert!(s.full.workloads.contains(w), "{}: {w}", s.name);
             }
+        }
+    }
+
+    #[test]
+    fn every_study_lives_in_its_own_folder_with_its_readme() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut folders: Vec<String> = std::fs::read_dir(root)
+            .unwrap()
+            .filter_map(|e| {
+                let path = e.ok()?.path();
+                path.join("study.rs")
+                    .exists()
+                    .then(|| path.file_name().unwrap().to_string_lossy().into_owned())
+            })
+            .collect();
+        folders.sort();
+        let mut names: Vec<String> = all().iter().map(|s| s.name.to_string()).collect();
+        names.sort();
+        assert_eq!(
+            folders, names,
+            "one folder with a study.rs per registered study"
+        );
+        for name in &names {
+            assert!(
+                root.join(name).join("README.md").exists(),
+                "papers/{name}/README.md"
+            );
         }
     }
 

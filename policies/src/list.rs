@@ -1,7 +1,7 @@
 //! An intrusive doubly linked list of runs, threaded through the runs' own headers.
 //!
-//! The shared mechanism of `Lifo` and `Mrf`: O(1) push to the front, removal and
-//! move-to-front, no memory of its own.
+//! The shared mechanism of `Lifo` and `Mrf`, and of a user's FIFO or any other order that
+//! works at the ends: O(1) push at either end, removal and move-to-front, no memory of its own.
 
 use alloclab_core::RunRef;
 use core::cell::Cell;
@@ -20,6 +20,7 @@ pub struct ListLinks {
 #[derive(Default)]
 pub struct RunList {
     head: Option<ListRun>,
+    tail: Option<ListRun>,
     len: usize,
 }
 
@@ -27,6 +28,11 @@ impl RunList {
     /// The first run.
     pub fn front(&self) -> Option<ListRun> {
         self.head
+    }
+
+    /// The last run.
+    pub fn back(&self) -> Option<ListRun> {
+        self.tail
     }
 
     /// Runs in the list.
@@ -43,10 +49,23 @@ impl RunList {
     pub fn push_front(&mut self, run: ListRun) {
         run.links().prev.set(None);
         run.links().next.set(self.head);
-        if let Some(h) = self.head {
-            h.links().prev.set(Some(run));
+        match self.head {
+            Some(h) => h.links().prev.set(Some(run)),
+            None => self.tail = Some(run),
         }
         self.head = Some(run);
+        self.len += 1;
+    }
+
+    /// Puts `run` (not in the list) at the back.
+    pub fn push_back(&mut self, run: ListRun) {
+        run.links().next.set(None);
+        run.links().prev.set(self.tail);
+        match self.tail {
+            Some(t) => t.links().next.set(Some(run)),
+            None => self.head = Some(run),
+        }
+        self.tail = Some(run);
         self.len += 1;
     }
 
@@ -57,8 +76,9 @@ impl RunList {
             Some(p) => p.links().next.set(next),
             None => self.head = next,
         }
-        if let Some(n) = next {
-            n.links().prev.set(prev);
+        match next {
+            Some(n) => n.links().prev.set(prev),
+            None => self.tail = prev,
         }
         self.len -= 1;
     }
@@ -98,6 +118,9 @@ impl RunList {
         }
         if n != self.len {
             return Err("list length does not match its count");
+        }
+        if self.tail != prev {
+            return Err("list tail is not its last run");
         }
         Ok(())
     }

@@ -786,7 +786,7 @@ mod tests {
         );
     }
 
-    /// The row of README.md's option table for `o`.
+    /// The row of docs/PRELOAD.md's option table for `o`.
     fn readme_row(o: &Opt) -> String {
         format!(
             "| `{}` | {} | `{}` | {} |",
@@ -798,13 +798,13 @@ mod tests {
     }
 
     #[test]
-    fn readme_documents_every_option_as_the_table_says() {
-        let readme = include_str!("../../README.md");
+    fn the_preload_guide_documents_every_option_as_the_table_says() {
+        let readme = include_str!("../../docs/PRELOAD.md");
         for o in OPTIONS.iter() {
             let row = readme_row(o);
             assert!(
                 readme.contains(&row),
-                "README.md lacks or misstates:\n{row}"
+                "docs/PRELOAD.md lacks or misstates:\n{row}"
             );
         }
     }

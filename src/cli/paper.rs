@@ -13,9 +13,8 @@ use std::time::Duration;
 /// Options of `alloclab paper`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PaperArgs {
-    /// The study: run-reuse-order, run-reuse-tcache, thread-arenas, poisoning, sampling or
-    /// debug-options.
-    pub study: String,
+    /// The study (without one, the studies are listed: `alloclab paper`).
+    pub study: Option<String>,
     /// The CI-sized grid (fewer workloads, threads and rounds).
     #[arg(long)]
     pub quick: bool,
@@ -36,6 +35,18 @@ pub struct PaperArgs {
     pub no_progress: bool,
 }
 
+/// The studies of the registry, one line each: name, title, and where it lives.
+pub fn list() -> String {
+    let mut text = String::from("studies (alloclab paper <study> [--quick]):\n");
+    for s in papers::all() {
+        text.push_str(&format!(
+            "  {:<18} {}  (papers/{}/)\n",
+            s.name, s.title, s.name
+        ));
+    }
+    text
+}
+
 fn fail(e: impl std::fmt::Display) -> ExitCode {
     eprintln!("alloclab paper: {e}");
     ExitCode::FAILURE
@@ -43,11 +54,14 @@ fn fail(e: impl std::fmt::Display) -> ExitCode {
 
 /// The `paper` command. `entries` must include the studies' variants.
 pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
-    let Some(study) = papers::find(&args.study) else {
+    let Some(name) = &args.study else {
+        print!("{}", list());
+        return ExitCode::SUCCESS;
+    };
+    let Some(study) = papers::find(name) else {
         let names: Vec<&str> = papers::all().iter().map(|s| s.name).collect();
         return fail(format!(
-            "unknown study `{}` (studies: {})",
-            args.study,
+            "unknown study `{name}` (studies: {})",
             names.join(", ")
         ));
     };
