@@ -811,10 +811,11 @@ impl<C: Config> ArenaInner<C> {
         let size = BINS[idx].size as usize;
         let mut n = 0;
         while n < out.len() {
-            let run = match C::Reuse::pick(&mut self.bins[idx].policy) {
-                Some(r) => r,
+            // Whether the run is one the policy chose among the non-full runs, or one just made.
+            let (run, picked) = match C::Reuse::pick(&mut self.bins[idx].policy) {
+                Some(r) => (r, true),
                 None => match self.new_run(idx, arena, index, map) {
-                    Some(r) => r,
+                    Some(r) => (r, false),
                     None => break,
                 },
             };
@@ -835,7 +836,16 @@ impl<C: Config> ArenaInner<C> {
                     C::Reuse::remove(&mut bin.policy, run, Removal::Full);
                     bin.stats.nonfull_runs -= 1;
                 }
-                bin.stats.allocations += (n - first) as u64;
+                let taken = (n - first) as u64;
+                // Counted as `alloc_small` counts them, so that `picks` means the same with and
+                // without a thread cache: every region served from a picked run is a pick; of
+                // a new run's regions, all but the one that made the run.
+                bin.stats.picks += if picked {
+                    taken
+                } else {
+                    taken.saturating_sub(1)
+                };
+                bin.stats.allocations += taken;
                 bin.stats.live += n - first;
                 self.stats.small_allocated += (n - first) * size;
             }

@@ -96,3 +96,53 @@ fn the_checker_lists_more_non_full_runs_than_a_page_holds() {
     }
     heap.check_invariants().unwrap();
 }
+
+/// Found in the run-reuse-tcache study: `heap.picks` was 0 for every thread-cache subject,
+/// because a cache's refill (`alloc_small_batch`) took regions from the runs the policy picked
+/// without counting them. A refill counts its picks as that many single allocations would: every
+/// region served from a run the policy chose, and of a new run's regions all but the first.
+#[test]
+fn thread_cache_refills_count_their_picks() {
+    use alloclab_policies::configs::LifoTcache;
+    const SIZE: usize = 64;
+    let heap = Heap::<LifoTcache>::new();
+    let idx = small_index(SIZE);
+    let cap = bin(idx).capacity as usize;
+    // The heap's totals: regions out of their runs are the program's (`live`) or a cache's
+    // (`cached`).
+    let totals = |heap: &Heap<LifoTcache>| {
+        let b = heap.stats().bins[idx];
+        (b.picks, (b.live + b.cached) as u64, b.new_runs)
+    };
+    let blocks: Vec<*mut u8> = (0..3 * cap + 5).map(|_| heap.malloc(SIZE)).collect();
+    let (picks, taken, new_runs) = totals(&heap);
+    assert!(
+        new_runs >= 4,
+        "{new_runs} runs for {} regions",
+        blocks.len()
+    );
+    assert_eq!(picks, taken - new_runs, "refills count their picks");
+    // Free every other block and flush the cache: the runs become non-full, and the next
+    // refills are served from runs the policy picks.
+    for &p in blocks.iter().step_by(2) {
+        // SAFETY: a live allocation of `heap`, freed once.
+        unsafe { heap.free(p) };
+    }
+    heap.flush_thread_cache();
+    let again: Vec<*mut u8> = (0..cap).map(|_| heap.malloc(SIZE)).collect();
+    let (picks_after, _, new_runs_after) = totals(&heap);
+    assert_eq!(new_runs_after, new_runs, "the freed regions sufficed");
+    assert!(
+        picks_after >= picks + cap as u64,
+        "{picks_after} after {picks}"
+    );
+    heap.check_invariants().unwrap();
+    for p in again
+        .into_iter()
+        .chain(blocks.into_iter().skip(1).step_by(2))
+    {
+        // SAFETY: live, freed once.
+        unsafe { heap.free(p) };
+    }
+    heap.check_invariants().unwrap();
+}
