@@ -9,6 +9,7 @@
 
 mod bootstrap;
 mod descriptive;
+mod equivalence;
 mod multiple;
 mod pilot;
 mod power;
@@ -16,6 +17,7 @@ mod rank_test;
 
 pub use bootstrap::{bootstrap_ci, median_ci, ratio_of_medians_ci, ConfidenceInterval};
 pub use descriptive::{mad, mean, median, quantile, variance};
+pub use equivalence::{tost_ratio, Equivalence};
 pub use multiple::holm;
 pub use pilot::{pilot, PilotAdvice, PilotCosts};
 pub use power::{min_detectable_effect, min_invocations_for, min_two_sided_p};
