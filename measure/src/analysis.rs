@@ -48,6 +48,9 @@ pub enum Verdict {
     /// The data do not show a difference: the Holm-adjusted p is not below alpha, or the
     /// ratio's interval contains 1.
     NoSignificantDifference,
+    /// The baseline's median is zero (a counter the baseline never moves): no ratio exists,
+    /// so none is given and no direction is claimed.
+    BaselineZero,
 }
 
 impl Verdict {
@@ -57,6 +60,7 @@ impl Verdict {
             Verdict::Lower => "lower",
             Verdict::Higher => "higher",
             Verdict::NoSignificantDifference => "no significant difference",
+            Verdict::BaselineZero => "baseline is 0",
         }
     }
 }
@@ -460,13 +464,15 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
     for (k, c) in all.enumerate() {
         c.p_holm = adjusted[k];
         let strictest_alpha = opts.alpha / family_size[k].max(1) as f64;
+        let (a, b) = &samples_for_mde[k];
         let significant = c.p_holm < opts.alpha && !c.ratio.contains(1.0);
         c.verdict = match (significant, c.ratio.estimate < 1.0) {
+            // A zero median below the ratio: NaN, which no interval contains.
+            _ if stats::median(b) == 0.0 => Verdict::BaselineZero,
             (false, _) => Verdict::NoSignificantDifference,
             (true, true) => Verdict::Lower,
             (true, false) => Verdict::Higher,
         };
-        let (a, b) = &samples_for_mde[k];
         c.min_detectable_effect = stats::min_detectable_effect(a, b, strictest_alpha, opts.power);
         c.min_invocations = stats::min_invocations_for(strictest_alpha);
     }
@@ -525,6 +531,26 @@ mod tests {
             assert!(c.p_holm >= c.test.p);
         }
         assert_eq!(a, analyze(&results), "deterministic");
+    }
+
+    #[test]
+    fn a_zero_baseline_gives_no_ratio_and_no_direction() {
+        let mut results = test_fixture::results(12);
+        // The baseline never spends system time; the others do.
+        for m in results.measurements.iter_mut() {
+            if m.subject == "system" {
+                m.metrics.sys = 0.0;
+            }
+        }
+        let a = analyze(&results);
+        let sys = a.get("churn", 1, "sys").unwrap();
+        for c in &sys.comparisons {
+            assert_eq!(c.verdict, Verdict::BaselineZero, "{c:?}");
+            assert_eq!(c.verdict.label(), "baseline is 0");
+        }
+        // The other metrics are untouched.
+        let wall = a.get("churn", 1, "wall").unwrap();
+        assert_eq!(wall.comparisons[0].verdict, Verdict::Lower);
     }
 
     #[test]

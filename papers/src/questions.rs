@@ -3,6 +3,7 @@
 //! a Mann-Whitney U test, p-values Holm-adjusted across everything this file asks.
 
 use super::Study;
+use alloclab_measure::report::p_text;
 use alloclab_measure::schema::{Measurement, Results};
 use alloclab_measure::stats;
 use std::fmt::Write;
@@ -72,6 +73,8 @@ struct Row {
     n: (usize, usize),
     ratio: stats::ConfidenceInterval,
     p: f64,
+    /// The reference's median is zero: there is no ratio to give.
+    reference_zero: bool,
 }
 
 /// `questions.md` for `study` from its `results`, on `metrics`.
@@ -101,6 +104,7 @@ pub fn answer(study: &Study, results: &Results, metrics: &[&'static str]) -> Str
                     n: (a.len(), b.len()),
                     ratio: stats::ratio_of_medians_ci(&a, &b, 0.95, RESAMPLES, seed),
                     p: stats::mann_whitney_u(&a, &b).p,
+                    reference_zero: stats::median(&b) == 0.0,
                 });
             }
         }
@@ -122,7 +126,17 @@ pub fn answer(study: &Study, results: &Results, metrics: &[&'static str]) -> Str
     );
     let _ = writeln!(out, "|---|---|---|---:|---|---:|---|---:|---|");
     for (r, p_adj) in rows.iter().zip(&adjusted) {
-        let verdict = if *p_adj < ALPHA && !r.ratio.contains(1.0) {
+        let (ratio, interval) = if r.reference_zero {
+            ("n/a".to_string(), "reference is 0".to_string())
+        } else {
+            (
+                format!("{:.3}", r.ratio.estimate),
+                format!("[{:.3}, {:.3}]", r.ratio.lo, r.ratio.hi),
+            )
+        };
+        let verdict = if r.reference_zero {
+            "no ratio: reference is 0"
+        } else if *p_adj < ALPHA && !r.ratio.contains(1.0) {
             if r.ratio.estimate < 1.0 {
                 "lower"
             } else {
@@ -133,17 +147,14 @@ pub fn answer(study: &Study, results: &Results, metrics: &[&'static str]) -> Str
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {}+{} | {:.3} | [{:.3}, {:.3}] | {:.3} | {} |",
+            "| {} | {} | {} | {} | {}+{} | {ratio} | {interval} | {} | {} |",
             r.question,
             r.metric,
             r.workload,
             r.threads,
             r.n.0,
             r.n.1,
-            r.ratio.estimate,
-            r.ratio.lo,
-            r.ratio.hi,
-            p_adj,
+            p_text(*p_adj),
             verdict
         );
     }

@@ -87,14 +87,19 @@ pub(crate) fn ratio_text(estimate: f64, lo: f64, hi: f64) -> String {
     format!("{:.3} [{:.3}, {:.3}]", estimate, lo, hi)
 }
 
-/// A p value: three significant digits, or `< 0.0001`.
-pub(crate) fn p_text(p: f64) -> String {
+/// Decimals every report prints a p value with.
+pub const P_DECIMALS: usize = 3;
+
+/// A p value as every report prints it: [`P_DECIMALS`] decimals, and `< 0.001` for a p that
+/// would print as zero at that precision (no report claims `0.000`), `n/a` for none.
+pub fn p_text(p: f64) -> String {
+    let floor = 10f64.powi(-(P_DECIMALS as i32));
     if p.is_nan() {
         "n/a".into()
-    } else if p < 1e-4 {
-        "< 0.0001".into()
+    } else if p < floor {
+        format!("< {floor:.P_DECIMALS$}")
     } else {
-        sig3(p)
+        format!("{p:.P_DECIMALS$}")
     }
 }
 
@@ -141,8 +146,13 @@ mod tests {
 
     #[test]
     fn texts() {
-        assert_eq!(p_text(0.00001), "< 0.0001");
-        assert_eq!(p_text(0.0312), "0.0312");
+        assert_eq!(p_text(0.00001), "< 0.001");
+        assert_eq!(p_text(2.0 / 3432.0), "< 0.001");
+        assert_eq!(p_text(0.0), "< 0.001");
+        assert_eq!(p_text(0.001), "0.001");
+        assert_eq!(p_text(0.0312), "0.031");
+        assert_eq!(p_text(1.0), "1.000");
+        assert_eq!(p_text(f64::NAN), "n/a");
         assert_eq!(percent_text(0.042), "4.20%");
         assert_eq!(percent_text(f64::INFINITY), "none");
         assert_eq!(slug("trace/python touch"), "trace_python_touch");

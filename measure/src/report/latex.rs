@@ -20,6 +20,9 @@ fn tex(text: &str) -> String {
             '^' => out.push_str("\\textasciicircum{}"),
             'µ' => out.push_str("\\textmu{}"),
             '∞' => out.push_str("$\\infty$"),
+            // In text mode '<' prints as another glyph with the default font encoding.
+            '<' => out.push_str("$<$"),
+            '>' => out.push_str("$>$"),
             _ => out.push(c),
         }
     }
@@ -50,9 +53,12 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
         for s in &m.summaries {
             let median = format_interval(&s.median, unit);
             let (ratio, p) = match m.comparisons.iter().find(|c| c.subject == s.subject) {
+                Some(c) if c.verdict == Verdict::BaselineZero => {
+                    ("baseline is 0".into(), p_text(c.p_holm))
+                }
                 Some(c) => {
                     let mark = match c.verdict {
-                        Verdict::NoSignificantDifference => "",
+                        Verdict::NoSignificantDifference | Verdict::BaselineZero => "",
                         _ => "$^*$",
                     };
                     (
@@ -93,5 +99,6 @@ mod tests {
     fn escapes() {
         assert_eq!(tex("peak_rss 5% & $x"), "peak\\_rss 5\\% \\& \\$x");
         assert_eq!(tex("12 µs"), "12 \\textmu{}s");
+        assert_eq!(tex(&p_text(1e-6)), "$<$ 0.001");
     }
 }

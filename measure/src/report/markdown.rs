@@ -36,6 +36,7 @@ pub(super) fn shell_words(words: &[String]) -> String {
 /// with the detectable effect when nothing was found.
 pub(super) fn verdict_text(c: &Comparison, metric_name: &str) -> String {
     match c.verdict {
+        Verdict::BaselineZero => "no ratio: baseline is 0".into(),
         Verdict::NoSignificantDifference if c.min_detectable_effect.is_infinite() => {
             match c.min_invocations {
                 Some(n) => format!(
@@ -236,6 +237,11 @@ fn table(out: &mut String, metrics: &[&MetricAnalysis], baseline: &str) {
         for s in &m.summaries {
             let median = format_interval(&s.median, unit);
             let (ratio, p, verdict) = match m.comparisons.iter().find(|c| c.subject == s.subject) {
+                Some(c) if c.verdict == Verdict::BaselineZero => (
+                    "baseline is 0".into(),
+                    p_text(c.p_holm),
+                    verdict_text(c, &m.metric),
+                ),
                 Some(c) => (
                     ratio_text(c.ratio.estimate, c.ratio.lo, c.ratio.hi),
                     p_text(c.p_holm),
@@ -258,6 +264,27 @@ fn table(out: &mut String, metrics: &[&MetricAnalysis], baseline: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zero_baseline_is_said_not_printed_as_nan() {
+        let mut results = crate::test_fixture::results(12);
+        for m in results.measurements.iter_mut() {
+            if m.subject == "system" {
+                m.metrics.sys = 0.0;
+            }
+        }
+        let text = render(&results, &crate::analysis::analyze(&results));
+        assert!(!text.contains("NaN"), "{text}");
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("| sys | fast |"))
+            .collect();
+        assert!(!rows.is_empty());
+        for row in rows {
+            assert!(row.contains("| baseline is 0 |"), "{row}");
+            assert!(row.ends_with("| no ratio: baseline is 0 |"), "{row}");
+        }
+    }
 
     #[test]
     fn shell_quoting() {

@@ -11,7 +11,7 @@ use super::analysis::{self, Analysis};
 use super::schema::Results;
 use std::path::{Path, PathBuf};
 
-pub use format::{format_value, slug};
+pub use format::{format_value, p_text, slug, P_DECIMALS};
 
 /// What to write besides the defaults.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
