@@ -1,26 +1,145 @@
 //! The machine and software a result comes from ([`Environment`]), read once by the parent of a
 //! `compare` run: CPU model, cores, memory, kernel, compiler, commit, host, start time and the
-//! exact command line, so that a report says where its numbers were taken.
+//! exact command line, so that a report says where its numbers were taken; and its provenance:
+//! the commit and compiler the binary was built from (`build.rs`), a hash of the binary and of
+//! every library preloaded, and the machine's load before and after the run ([`finish`]), from
+//! which a run is judged noisy ([`is_noisy`]).
 
-use super::schema::Environment;
+use super::schema::{BuildInfo, Environment, FileHash, LoadAverage};
+use std::io::Read;
+use std::path::Path;
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Load per core above which a run counts as noisy: other work had half the machine.
+pub const NOISY_LOAD_PER_CORE: f64 = 0.5;
 
 /// Reads the environment now. `command` is the command line as given; `peers` each peer's
 /// name and library version.
 pub fn capture(command: Vec<String>, peers: Vec<(String, String)>) -> Environment {
+    let build = build_info();
     Environment {
         cpu_model: cpu_model().unwrap_or_else(|| "unknown".to_string()),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         memory_bytes: memory_bytes().unwrap_or(0),
         kernel: kernel().unwrap_or_else(|| "unknown".to_string()),
-        rustc: command_line("rustc", &["--version"]).unwrap_or_else(|| "unknown".to_string()),
+        rustc: build.rustc.clone().unwrap_or_else(|| {
+            command_line("rustc", &["--version"]).unwrap_or_else(|| "unknown".to_string())
+        }),
         alloclab_version: env!("CARGO_PKG_VERSION").to_string(),
         commit: command_line("git", &["rev-parse", "--short=12", "HEAD"]),
         peers,
         hostname: hostname().unwrap_or_else(|| "unknown".to_string()),
         started: rfc3339(SystemTime::now()),
         command,
+        build,
+        hashes: vec![file_hash("binary", Path::new("/proc/self/exe"))],
+        load_before: load_average(),
+        load_after: None,
+        noisy: false,
+    }
+}
+
+/// Completes `env` when the run has ended: the load average now, and whether the run was
+/// noisy. `own_threads` is the most worker threads the run itself kept busy at once.
+pub fn finish(env: &mut Environment, own_threads: usize) {
+    env.load_after = load_average();
+    env.noisy = is_noisy(env.load_before, env.load_after, env.cores, own_threads);
+}
+
+/// Adds the hash of each library in `paths` (preloaded by a `--programs` run), once each.
+pub fn add_preload_hashes<'a>(env: &mut Environment, paths: impl IntoIterator<Item = &'a Path>) {
+    for path in paths {
+        let shown = path.display().to_string();
+        if !env
+            .hashes
+            .iter()
+            .any(|h| h.role == "preload" && h.path == shown)
+        {
+            env.hashes.push(file_hash("preload", path));
+        }
+    }
+}
+
+/// Whether other work loaded the machine: the one-minute load per core above
+/// [`NOISY_LOAD_PER_CORE`] before the run, or after it once the run's own threads are taken
+/// off (a run keeps up to `min(own_threads, cores)` tasks runnable itself, and the
+/// one-minute average at its end still counts them). An unknown load is not evidence of noise.
+pub fn is_noisy(
+    before: Option<LoadAverage>,
+    after: Option<LoadAverage>,
+    cores: usize,
+    own_threads: usize,
+) -> bool {
+    let cores = cores.max(1) as f64;
+    let own = (own_threads as f64).min(cores);
+    let before = before.is_some_and(|l| l.one / cores > NOISY_LOAD_PER_CORE);
+    let after = after.is_some_and(|l| (l.one - own).max(0.0) / cores > NOISY_LOAD_PER_CORE);
+    before || after
+}
+
+/// The provenance `build.rs` embedded in this binary.
+pub fn build_info() -> BuildInfo {
+    let known = |v: &str| (v != "unknown" && !v.is_empty()).then(|| v.to_string());
+    BuildInfo {
+        commit: known(env!("ALLOCLAB_BUILD_COMMIT")),
+        dirty: match env!("ALLOCLAB_BUILD_DIRTY") {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        },
+        rustc: known(env!("ALLOCLAB_BUILD_RUSTC")),
+    }
+}
+
+/// `/proc/loadavg`'s three averages, if it can be read.
+pub fn load_average() -> Option<LoadAverage> {
+    parse_loadavg(&std::fs::read_to_string("/proc/loadavg").ok()?)
+}
+
+/// The three averages of a `/proc/loadavg` line (`0.52 0.61 0.70 2/345 6789`).
+fn parse_loadavg(text: &str) -> Option<LoadAverage> {
+    let mut fields = text.split_whitespace().map(str::parse::<f64>);
+    Some(LoadAverage {
+        one: fields.next()?.ok()?,
+        five: fields.next()?.ok()?,
+        fifteen: fields.next()?.ok()?,
+    })
+}
+
+/// 64-bit FNV-1a of everything `reader` yields: not a cryptographic hash, but enough to tell
+/// two builds or two libraries apart, and no dependency.
+fn fnv1a64(mut reader: impl Read) -> std::io::Result<u64> {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = OFFSET;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => return Ok(hash),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        for &b in &buf[..n] {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(PRIME);
+        }
+    }
+}
+
+/// The hash of the file at `path`, recorded under `role`. `/proc/self/exe` is recorded as the
+/// path it links to.
+fn file_hash(role: &str, path: &Path) -> FileHash {
+    let shown = std::fs::read_link(path).unwrap_or_else(|_| path.to_path_buf());
+    let hash = std::fs::File::open(path).and_then(fnv1a64).map_or_else(
+        |_| "unreadable".to_string(),
+        |h| format!("fnv1a64:{h:016x}"),
+    );
+    FileHash {
+        role: role.to_string(),
+        path: shown.display().to_string(),
+        hash,
     }
 }
 
@@ -123,9 +242,79 @@ mod tests {
 
     #[test]
     fn this_machine_is_described() {
-        let e = capture(vec!["alloclab".into()], vec![]);
+        let mut e = capture(vec!["alloclab".into()], vec![]);
         assert!(e.cores >= 1);
         assert!(e.started.ends_with('Z'));
         assert!(e.kernel.starts_with("Linux"), "{}", e.kernel);
+        assert!(e.load_before.is_some(), "/proc/loadavg is readable");
+        let binary = e.hashes[0].clone();
+        assert_eq!(binary.role, "binary");
+        assert!(binary.hash.starts_with("fnv1a64:"), "{binary:?}");
+        let exe = std::env::current_exe().unwrap();
+        let direct = fnv1a64(std::fs::File::open(&exe).unwrap()).unwrap();
+        assert_eq!(binary.hash, format!("fnv1a64:{direct:016x}"));
+        // Built inside this repository: the commit is a full hash.
+        let commit = e.build.commit.clone().expect("built from a git checkout");
+        assert_eq!(commit.len(), 40, "{commit}");
+        assert!(commit.chars().all(|c| c.is_ascii_hexdigit()), "{commit}");
+        assert!(e.build.dirty.is_some());
+        assert!(e.rustc.starts_with("rustc "), "{}", e.rustc);
+        finish(&mut e, 1);
+        assert!(e.load_after.is_some());
+        add_preload_hashes(&mut e, [exe.as_path(), exe.as_path()]);
+        let preloads: Vec<_> = e.hashes.iter().filter(|h| h.role == "preload").collect();
+        assert_eq!(preloads.len(), 1, "once each");
+        assert_eq!(preloads[0].hash, binary.hash);
+        add_preload_hashes(&mut e, [Path::new("/nonexistent/lib.so")]);
+        assert_eq!(e.hashes.last().unwrap().hash, "unreadable");
+    }
+
+    #[test]
+    fn fnv1a64_known_values() {
+        // The published FNV-1a test vectors.
+        assert_eq!(fnv1a64(&b""[..]).unwrap(), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(&b"a"[..]).unwrap(), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(&b"foobar"[..]).unwrap(), 0x8594_4171_f739_67e8);
+        // Longer than one read buffer: the chunks join up.
+        let long = vec![7u8; (1 << 16) + 3];
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for &b in &long {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+        assert_eq!(fnv1a64(&long[..]).unwrap(), h);
+    }
+
+    #[test]
+    fn loadavg_lines_parse() {
+        let l = parse_loadavg("0.52 1.61 2.70 2/345 6789\n").unwrap();
+        assert_eq!((l.one, l.five, l.fifteen), (0.52, 1.61, 2.70));
+        assert_eq!(parse_loadavg("0.5 x 1"), None);
+        assert_eq!(parse_loadavg(""), None);
+    }
+
+    #[test]
+    fn the_noisy_rule() {
+        let load = |one: f64| {
+            Some(LoadAverage {
+                one,
+                five: 0.0,
+                fifteen: 0.0,
+            })
+        };
+        // 2 cores: above 1.0 before the run is noisy, up to 1.0 is not.
+        assert!(!is_noisy(load(1.0), None, 2, 1));
+        assert!(is_noisy(load(1.01), None, 2, 1));
+        assert!(is_noisy(load(6.0), load(0.0), 2, 1));
+        // After the run its own single thread is taken off: 2.0 is 1.0 of others.
+        assert!(!is_noisy(load(0.1), load(2.0), 2, 1));
+        assert!(is_noisy(load(0.1), load(2.1), 2, 1));
+        // Its own threads count at most one per core.
+        assert!(!is_noisy(load(0.1), load(3.0), 2, 8));
+        assert!(is_noisy(load(0.1), load(3.1), 2, 8));
+        // 8 cores: 3.9 is under half.
+        assert!(!is_noisy(load(3.9), load(3.9), 8, 0));
+        assert!(is_noisy(load(4.1), load(3.9), 8, 0));
+        // Unknown loads say nothing.
+        assert!(!is_noisy(None, None, 2, 1));
     }
 }

@@ -727,6 +727,8 @@ pub fn run_with(
     if programs.is_empty() {
         return Err("no programs to run".into());
     }
+    // Read before the first program runs: the load before the run is part of it.
+    let mut environment = super::env::capture(std::env::args().collect(), vec![]);
     // The reference output of each program: its glibc run.
     let mut expected = Vec::new();
     for p in programs {
@@ -783,9 +785,15 @@ pub fn run_with(
         }
     }
     progress.finish();
+    super::env::add_preload_hashes(
+        &mut environment,
+        preloads.iter().filter_map(|p| p.library.as_deref()),
+    );
+    // One program at a time.
+    super::env::finish(&mut environment, 1);
     Ok(Results {
         schema_version: SCHEMA_VERSION,
-        environment: super::env::capture(std::env::args().collect(), vec![]),
+        environment,
         plan: Plan {
             subjects: preloads.iter().map(|p| p.name.clone()).collect(),
             workloads: programs

@@ -237,7 +237,7 @@ pub struct Run {
 pub fn run(
     opts: &RunOptions,
     workloads: &[Box<dyn Workload>],
-    environment: super::schema::Environment,
+    mut environment: super::schema::Environment,
     mut journal: Option<&mut Journal>,
 ) -> Result<Run, String> {
     let cells = cells(opts, workloads)?;
@@ -338,6 +338,9 @@ pub fn run(
         progress.finished(ok);
     }
     progress.finish();
+    // One child at a time, each with at most the largest thread count of the plan busy.
+    let own_threads = opts.plan.threads.iter().copied().max().unwrap_or(1);
+    super::env::finish(&mut environment, own_threads);
     Ok(Run {
         results: Results {
             schema_version: SCHEMA_VERSION,

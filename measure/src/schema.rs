@@ -39,11 +39,13 @@ pub struct Environment {
     pub memory_bytes: u64,
     /// `uname -sr`.
     pub kernel: String,
-    /// `rustc --version` of the build.
+    /// `rustc --version` of the compiler that built the binary (from the build; `rustc` on the
+    /// `PATH` at run time when the build did not record it).
     pub rustc: String,
     /// alloclab's version.
     pub alloclab_version: String,
-    /// The git commit of the build, if known.
+    /// The git commit checked out in the working directory when the run started, if any
+    /// (which need not be what the binary was built from: see `build.commit`).
     pub commit: Option<String>,
     /// Each peer's name and library version.
     pub peers: Vec<(String, String)>,
@@ -53,6 +55,58 @@ pub struct Environment {
     pub started: String,
     /// The exact command line.
     pub command: Vec<String>,
+    /// The build that ran, as recorded when it was compiled (absent in older files).
+    #[serde(default)]
+    pub build: BuildInfo,
+    /// Hashes of the files that ran: the running binary, then each library a `--programs`
+    /// run preloaded.
+    #[serde(default)]
+    pub hashes: Vec<FileHash>,
+    /// `/proc/loadavg` when the run started.
+    #[serde(default)]
+    pub load_before: Option<LoadAverage>,
+    /// `/proc/loadavg` when the run ended.
+    #[serde(default)]
+    pub load_after: Option<LoadAverage>,
+    /// Whether the machine was busy with other work (`env::is_noisy`): reports made from a
+    /// noisy run say so in their first line.
+    #[serde(default)]
+    pub noisy: bool,
+}
+
+/// Where the binary that measured came from, embedded at build time (`measure/build.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BuildInfo {
+    /// `git rev-parse HEAD` of the sources compiled; `None` outside git or in older files.
+    pub commit: Option<String>,
+    /// Whether `git status --porcelain` listed changes then; `None` when unknown.
+    pub dirty: Option<bool>,
+    /// `rustc --version` of the compiler that built it.
+    pub rustc: Option<String>,
+}
+
+/// A file that ran, and a hash of its bytes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileHash {
+    /// `binary` (the running alloclab) or `preload` (a library under `LD_PRELOAD`).
+    pub role: String,
+    /// Its path as it was run.
+    pub path: String,
+    /// `fnv1a64:` and the 64-bit FNV-1a hash of its bytes in hex; `unreadable` if it could not
+    /// be read.
+    pub hash: String,
+}
+
+/// The kernel's load averages: runnable and uninterruptible tasks, averaged over 1, 5 and 15
+/// minutes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadAverage {
+    /// Over the last minute.
+    pub one: f64,
+    /// Over the last five minutes.
+    pub five: f64,
+    /// Over the last fifteen minutes.
+    pub fifteen: f64,
 }
 
 /// What was asked for.
@@ -291,6 +345,42 @@ mod tests {
         let back = Results::read(&path);
         let _ = std::fs::remove_file(&path);
         assert_eq!(back.unwrap(), results);
+    }
+
+    #[test]
+    fn provenance_round_trips_and_older_files_still_read() {
+        let mut results = test_fixture::results(3);
+        results.environment.build = BuildInfo {
+            commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
+            dirty: Some(true),
+            rustc: Some("rustc 1.95.0".into()),
+        };
+        results.environment.hashes = vec![FileHash {
+            role: "preload".into(),
+            path: "/usr/lib/libjemalloc.so.2".into(),
+            hash: "fnv1a64:00ff00ff00ff00ff".into(),
+        }];
+        results.environment.load_before = Some(LoadAverage {
+            one: 0.25,
+            five: 1.5,
+            fifteen: 3.0,
+        });
+        results.environment.noisy = true;
+        let text = serde_json::to_string(&results).unwrap();
+        assert_eq!(Results::from_json(&text).unwrap(), results);
+
+        // A file written before these fields existed.
+        let mut value = serde_json::to_value(&results).unwrap();
+        let env = value["environment"].as_object_mut().unwrap();
+        for field in ["build", "hashes", "load_before", "load_after", "noisy"] {
+            assert!(env.remove(field).is_some(), "{field} is written");
+        }
+        let old = Results::from_json(&value.to_string()).unwrap();
+        assert_eq!(old.environment.build, BuildInfo::default());
+        assert!(old.environment.hashes.is_empty());
+        assert_eq!(old.environment.load_before, None);
+        assert!(!old.environment.noisy);
+        assert_eq!(old.measurements, results.measurements);
     }
 
     #[test]

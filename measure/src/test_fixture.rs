@@ -98,6 +98,7 @@ pub(crate) fn results(reps: usize) -> Results {
                 "--out".into(),
                 "my dir".into(),
             ],
+            ..Environment::default()
         },
         plan: Plan {
             subjects: SUBJECTS.iter().map(|s| s.to_string()).collect(),

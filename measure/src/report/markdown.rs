@@ -3,7 +3,7 @@
 
 use super::format::{format_interval, format_value, p_text, percent_text, ratio_text};
 use crate::analysis::{metric, Analysis, Comparison, MetricAnalysis, Verdict};
-use crate::schema::Results;
+use crate::schema::{Environment, LoadAverage, Results};
 use std::fmt::Write;
 
 /// The metrics of each workload's headline table: time, and the memory figure present.
@@ -63,11 +63,48 @@ pub(super) fn verdict_text(c: &Comparison, metric_name: &str) -> String {
     }
 }
 
+/// The report's first line: a run made on a busy machine says so there, before any figure.
+fn title(env: &Environment) -> String {
+    if env.noisy {
+        format!(
+            "# alloclab compare: report (NOISY: measured while other work loaded the machine, \
+             load {} before and {} after on {} cores; figures may be disturbed)",
+            load_text(env.load_before),
+            load_text(env.load_after),
+            env.cores
+        )
+    } else {
+        "# alloclab compare: report".into()
+    }
+}
+
+fn load_text(load: Option<LoadAverage>) -> String {
+    load.map_or_else(
+        || "unknown".into(),
+        |l| format!("{:.2} {:.2} {:.2}", l.one, l.five, l.fifteen),
+    )
+}
+
+/// The build's commit (with whether the tree was dirty), compiler and binary hashes.
+fn built_from(env: &Environment) -> String {
+    let commit = env.build.commit.as_deref().unwrap_or("unknown commit");
+    let dirty = match env.build.dirty {
+        Some(true) => " (dirty tree)",
+        Some(false) => " (clean tree)",
+        None => "",
+    };
+    let mut text = format!("{commit}{dirty}");
+    for h in &env.hashes {
+        let _ = write!(text, "; {} {} {}", h.role, h.path, h.hash);
+    }
+    text
+}
+
 pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
     let mut out = String::new();
     let env = &results.environment;
     let plan = &results.plan;
-    let _ = writeln!(out, "# alloclab compare: report\n");
+    let _ = writeln!(out, "{}\n", title(env));
     let _ = writeln!(out, "## Environment\n\n| | |\n|---|---|");
     let peers = env
         .peers
@@ -93,6 +130,16 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
             } else {
                 peers
             },
+        ),
+        ("built from", built_from(env)),
+        (
+            "load average (1, 5, 15 min)",
+            format!(
+                "{} before, {} after{}",
+                load_text(env.load_before),
+                load_text(env.load_after),
+                if env.noisy { " (noisy)" } else { "" }
+            ),
         ),
         ("host", env.hostname.clone()),
         ("started", env.started.clone()),
@@ -284,6 +331,59 @@ mod tests {
             assert!(row.contains("| baseline is 0 |"), "{row}");
             assert!(row.ends_with("| no ratio: baseline is 0 |"), "{row}");
         }
+    }
+
+    #[test]
+    fn a_noisy_run_says_so_in_the_first_line() {
+        let mut results = crate::test_fixture::results(4);
+        let analysis = crate::analysis::analyze(&results);
+        let quiet = render(&results, &analysis);
+        assert_eq!(quiet.lines().next(), Some("# alloclab compare: report"));
+        assert!(!quiet.contains("NOISY"));
+        let load = |one| LoadAverage {
+            one,
+            five: 2.0,
+            fifteen: 1.0,
+        };
+        results.environment.load_before = Some(load(3.5));
+        results.environment.load_after = Some(load(0.25));
+        results.environment.noisy = crate::env::is_noisy(
+            results.environment.load_before,
+            results.environment.load_after,
+            results.environment.cores,
+            1,
+        );
+        let noisy = render(&results, &analysis);
+        let first = noisy.lines().next().unwrap();
+        assert!(
+            first.starts_with("# alloclab compare: report (NOISY"),
+            "{first}"
+        );
+        assert!(first.contains("load 3.50 2.00 1.00 before"), "{first}");
+        assert!(first.contains("0.25 2.00 1.00 after on 2 cores"), "{first}");
+        assert_eq!(noisy.matches("NOISY").count(), 1);
+        assert!(noisy.contains("| load average (1, 5, 15 min) | 3.50 2.00 1.00 before"));
+    }
+
+    #[test]
+    fn the_build_is_described() {
+        let mut results = crate::test_fixture::results(3);
+        let text = render(&results, &crate::analysis::analyze(&results));
+        assert!(text.contains("| built from | unknown commit |"), "{text}");
+        results.environment.build.commit = Some("f00d".into());
+        results.environment.build.dirty = Some(true);
+        results.environment.hashes = vec![crate::schema::FileHash {
+            role: "binary".into(),
+            path: "/x/alloclab".into(),
+            hash: "fnv1a64:0000000000000001".into(),
+        }];
+        let text = render(&results, &crate::analysis::analyze(&results));
+        assert!(
+            text.contains(
+                "| built from | f00d (dirty tree); binary /x/alloclab fnv1a64:0000000000000001 |"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
