@@ -160,3 +160,89 @@ pub fn answer(study: &Study, results: &Results, metrics: &[&'static str]) -> Str
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Grid, Question};
+    use alloclab_measure::schema::{Environment, Metrics, Plan, SCHEMA_VERSION};
+
+    fn grid() -> Grid {
+        Grid {
+            workloads: vec![],
+            threads: vec![],
+            reps: 0,
+            scale: 1.0,
+        }
+    }
+
+    fn measurement(subject: &str, round: usize, wall: f64, sys: f64) -> Measurement {
+        Measurement {
+            subject: subject.into(),
+            describe: subject.into(),
+            workload: "churn".into(),
+            threads: 1,
+            round,
+            warmup: false,
+            order: 0,
+            env_pad: 0,
+            metrics: Metrics {
+                wall,
+                sys,
+                ..Metrics::default()
+            },
+        }
+    }
+
+    #[test]
+    fn tiny_p_reads_below_the_precision_and_a_zero_reference_gives_no_ratio() {
+        let study = Study {
+            name: "test",
+            title: "a test",
+            variants: Vec::new,
+            subjects: &["a", "b"],
+            baseline: "b",
+            full: grid(),
+            quick: grid(),
+            questions: &[Question {
+                subject: "a",
+                reference: "b",
+                text: "a against b",
+            }],
+            metrics: &["wall", "sys"],
+            instructions: None,
+            programs: None,
+        };
+        // 8 against 8 that do not overlap: p = 2 / C(16, 8), twice that after Holm over the two
+        // rows, 0.0003. b never spends system time.
+        let mut measurements = Vec::new();
+        for i in 0..8 {
+            measurements.push(measurement("a", i, 1.0 + i as f64 / 10.0, 0.5));
+            measurements.push(measurement("b", i, 2.0 + i as f64 / 10.0, 0.0));
+        }
+        let results = Results {
+            schema_version: SCHEMA_VERSION,
+            environment: Environment::default(),
+            plan: Plan::default(),
+            measurements,
+            failures: vec![],
+        };
+        let text = answer(&study, &results, study.metrics);
+        let row = |metric: &str| {
+            text.lines()
+                .find(|l| l.contains(&format!("| {metric} | churn |")))
+                .unwrap_or_else(|| panic!("no {metric} row in {text}"))
+                .to_string()
+        };
+        let wall = row("wall");
+        assert!(wall.contains("| < 0.001 | lower |"), "{wall}");
+        assert!(!text.contains("0.000 |"), "{text}");
+        let sys = row("sys");
+        assert!(
+            sys.contains("| n/a | reference is 0 |")
+                && sys.ends_with("| no ratio: reference is 0 |"),
+            "{sys}"
+        );
+        assert!(!text.contains("NaN"), "{text}");
+    }
+}

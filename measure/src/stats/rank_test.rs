@@ -42,8 +42,8 @@ pub struct TestResult {
 const EXACT_U_MAX_PAIRS: usize = 2500;
 
 /// Largest amount of work (element x subset size x rank-sum range, see [`exact_tied_p`]) for
-/// which the permutation distribution of a tied rank sum is counted: about 20 ms. A pooled
-/// sample of 60 split evenly is about 6.6 million steps.
+/// which the permutation distribution of a tied rank sum is counted (tens of milliseconds at
+/// most, in optimised builds). A pooled sample of 60 split evenly is about 6.6 million steps.
 const EXACT_TIES_MAX_WORK: u64 = 20_000_000;
 
 /// Mann-Whitney U test, two-sided. Without ties and with `n_a * n_b <= 2500` the p value comes
