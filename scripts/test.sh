@@ -113,6 +113,10 @@ case "$template_target" in /*) ;; *) template_target="$PWD/$template_target" ;; 
     cargo clippy --workspace --all-targets --target-dir "$template_target" -- -D warnings
     cargo test --workspace --target-dir "$template_target"
 )
+step "the policy template: a finding the kit prints, pasted into a template-made crate, compiles and fails"
+# A scratch copy of the template with a bug in its policy, built into the same target directory
+# as the step above (the same features), so that only the copy's own crate is built.
+CARGO_TARGET_DIR="$template_target" scripts/pasted-finding.sh
 step "the policy template: its loom test"
 (
     cd examples/policy-template
