@@ -487,3 +487,29 @@ fn a_printed_finding_is_one_line_then_a_pastable_test() {
         "a backtrace inside the report:\n{text}"
     );
 }
+
+/// The fuzz target's body (`alloclab_verify::fuzz::heap_ops`) reports a seeded bug as a crash:
+/// an input of zero bytes decodes to 256 allocations of 448 bytes, whose runs fill up, and
+/// LIFO that keeps full runs then picks its full run: the engine's check of every pick reports
+/// it (mutation testing found the body could be emptied unseen: only the fuzz targets called
+/// it).
+#[test]
+fn the_fuzz_body_crashes_on_a_seeded_bug() {
+    let data = [0u8; 4096];
+    let ops = alloclab_verify::fuzz::ops_from_bytes(&data);
+    assert_eq!(ops.len(), alloclab_verify::fuzz::MAX_OPS);
+    assert!(
+        ops.iter()
+            .all(|op| matches!(op, alloclab_verify::Op::Alloc { size: 448, .. })),
+        "the decoding changed: {:?}",
+        &ops[..4]
+    );
+    // The control: the same input on LIFO itself passes.
+    alloclab_verify::fuzz::heap_ops::<Using<Lifo, Single>>(&data);
+    let crash = std::panic::catch_unwind(|| {
+        alloclab_verify::fuzz::heap_ops::<Using<LifoKeepsFull, Single>>(&data)
+    })
+    .expect_err("the fuzz body passed LIFO keeping full runs");
+    let message = crash.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("Invariants(UnusablePick)"), "{message}");
+}
