@@ -104,7 +104,9 @@ run_shard() {
 summarize() {
     local dirs=("$@")
     if [ ${#dirs[@]} -eq 0 ]; then
-        dirs=("$out"/shard-*)
+        for d in "$out"/shard-*; do
+            if [ -d "$d" ]; then dirs+=("$d"); fi
+        done
     fi
     python3 - "${dirs[@]}" <<'EOF'
 import math, os, sys
