@@ -430,7 +430,8 @@ impl<C: Config> Heap<C> {
         // run does not change while one of its regions is taken. (Header pages have entries
         // too, of kind `META`, which the kind check refuses.)
         let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
-        let idx = e.bin();
+        // Unmasked: `idx < NBINS` below refuses a bin field with bits set above it as well.
+        let idx = e.bin_unmasked();
         let light = match check {
             Some(c) => {
                 debug_assert!(c == TcacheCheck::Full || s.caches.light);
@@ -540,15 +541,47 @@ impl<C: Config> Heap<C> {
             return None;
         }
         let n = (bin(old).size as usize).min(size).min(copy_limit);
+        if n > SHORT_COPY {
+            // Out of line and last: the call to `memcpy` (and the registers it makes this
+            // path save) stays off the moves of short blocks, the common ones.
+            // SAFETY: as below.
+            return Some(unsafe { Self::move_long(&s.caches, c, old, addr, p, n) });
+        }
         // SAFETY: two distinct regions of at least `n` bytes, the new one ours, the old one
         // taken (checked above) and per the contract no longer used; it is pushed after the
         // copy, on a class with room.
         unsafe {
-            copy_region(addr, p, n);
+            copy_short(addr, p, n);
             c.push(&s.caches, old, addr);
         }
         b.absorbed.store(b.absorbed.load(Relaxed) + 1, Relaxed);
         Some(p as *mut u8)
+    }
+
+    /// The end of `realloc_in_cache` for a block of more than `SHORT_COPY` bytes: copies `n`
+    /// bytes from `addr` to `p` and pushes `addr` on class `old`; returns `p`.
+    ///
+    /// # Safety
+    /// As at its call: `p` and `addr` are distinct small regions of at least `n` bytes, `p`
+    /// popped from the calling thread's cache `c`, `addr` taken, of class `old`, no longer
+    /// used, and the class has room.
+    #[inline(never)]
+    unsafe fn move_long(
+        pool: &CachePool,
+        c: &ThreadCache,
+        old: usize,
+        addr: usize,
+        p: usize,
+        n: usize,
+    ) -> *mut u8 {
+        // SAFETY: per the contract.
+        unsafe {
+            ptr::copy_nonoverlapping(addr as *const u8, p as *mut u8, n);
+            c.push(pool, old, addr);
+        }
+        let b = &c.bins[old];
+        b.absorbed.store(b.absorbed.load(Relaxed) + 1, Relaxed);
+        p as *mut u8
     }
 
     /// Pushes `addr`, a taken region of class `idx` that its caller just validated (and
@@ -956,28 +989,29 @@ impl<C: Config> Heap<C> {
     }
 }
 
-/// Copies the first `n` bytes of the small region at `from` to the small region at `to`,
-/// inline for a few 16-byte units (most moves between small classes are short; a call to
-/// `memcpy` costs more than the copy), with `memcpy` beyond.
+/// Most bytes `copy_short` copies: two 16-byte units.
+const SHORT_COPY: usize = 32;
+
+/// Copies the first `n` bytes (at most `SHORT_COPY`) of the small region at `from` to the
+/// small region at `to`, inline, in whole 16-byte units (most moves between small classes are
+/// short; a call to `memcpy` costs more than the copy).
 ///
 /// # Safety
 /// Two distinct small regions, each at least `n` bytes long. Small classes are multiples of
 /// 16 bytes, so both hold `n` rounded up to 16 (the bytes past `n` may be uninitialized: they
 /// are copied as `MaybeUninit`).
 #[inline(always)]
-unsafe fn copy_region(from: usize, to: usize, n: usize) {
+unsafe fn copy_short(from: usize, to: usize, n: usize) {
+    debug_assert!(n <= SHORT_COPY);
     type Unit = core::mem::MaybeUninit<[u64; 2]>;
     let (src, dst) = (from as *const Unit, to as *mut Unit);
     // SAFETY: per the contract, both regions hold every unit copied.
     unsafe {
-        match n.div_ceil(16) {
-            0 => {}
-            1 => dst.write(src.read()),
-            2 => {
-                dst.write(src.read());
-                dst.add(1).write(src.add(1).read());
-            }
-            _ => ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, n),
+        if n > 0 {
+            dst.write(src.read());
+        }
+        if n > 16 {
+            dst.add(1).write(src.add(1).read());
         }
     }
 }
