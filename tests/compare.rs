@@ -439,17 +439,15 @@ fn unseeded_shards_share_one_seed_and_merge_into_the_unsharded_grid() {
     assert!(parts.iter().all(|p| p.plan.seed == seed), "one seed");
 
     let merged = scratch("unseeded-merged");
-    let out = run_ok(
-        &[
-            "merge".to_string(),
-            path(&dirs[2]),
-            path(&dirs[0]),
-            path(&dirs[1]),
-            path(&dirs[0]),
-            "--out".into(),
-            path(&merged),
-        ],
-    );
+    let out = run_ok(&[
+        "merge".to_string(),
+        path(&dirs[2]),
+        path(&dirs[0]),
+        path(&dirs[1]),
+        path(&dirs[0]),
+        "--out".into(),
+        path(&merged),
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("counted once"),

@@ -184,7 +184,10 @@ fn count(subject: &str, mode: &str, size: usize, n: usize) -> Result<u64, String
         return Err(format!("{subject} {mode} {size}: {status}"));
     }
     text.lines()
-        .find_map(|l| l.strip_prefix("summary: ").or_else(|| l.strip_prefix("totals: ")))
+        .find_map(|l| {
+            l.strip_prefix("summary: ")
+                .or_else(|| l.strip_prefix("totals: "))
+        })
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .ok_or_else(|| format!("{subject} {mode} {size}: no totals in the callgrind file"))
 }
@@ -259,8 +262,10 @@ fn main() -> ExitCode {
             }
         };
         for size in SIZES {
-            let (a, m) = match (per_pair("alloclab", mode, size), per_pair("mimalloc", mode, size))
-            {
+            let (a, m) = match (
+                per_pair("alloclab", mode, size),
+                per_pair("mimalloc", mode, size),
+            ) {
                 (Ok(a), Ok(m)) => (a - empty, m - empty),
                 (Err(e), _) | (_, Err(e)) => {
                     eprintln!("instructions: {e}");

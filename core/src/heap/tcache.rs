@@ -12,10 +12,12 @@
 //!   `Options::tcache_max_bytes`) bytes in one heap. Each class has a capacity, in regions:
 //!   it starts at an equal share of a quarter of the bound (at most `BASE_COUNT` regions; a
 //!   class whose regions do not fit goes to the arena directly), and fills and flushes move
-//!   half of that starting capacity (its batch). A class whose stack overflows doubles its
-//!   capacity instead of flushing, up to `MAX_COUNT` regions and half the bound, as long as
-//!   the capacities of all classes, in bytes, stay within the bound (tcmalloc's free lists
-//!   grow the same way). So a program that frees thousands of regions of one class and then
+//!   half of the class's capacity at the time (at least its starting batch, half the starting
+//!   capacity; at most `MAX_BATCH`). A class whose stack overflows doubles its capacity
+//!   instead of flushing, up to `MAX_COUNT` regions and half the bound, as long as the
+//!   capacities of all classes, in bytes, stay within the bound (tcmalloc's free lists grow
+//!   the same way); so does a class whose stack runs empty with no free of it since its last
+//!   fill (a thread that allocates what another frees), so that its fills grow too. So a program that frees thousands of regions of one class and then
 //!   allocates them again (a tree built and dropped, again and again) stops passing them
 //!   through the arena, while a cache of many classes stays within its share. Capacities
 //!   only grow while a thread lives; a spare cache starts again from the starting ones.
@@ -87,6 +89,10 @@ struct CacheBin {
 /// One thread's cache in one heap.
 pub(crate) struct ThreadCache {
     bins: [CacheBin; NBINS],
+    /// Per class, its `absorbed` count at its last fill: a class that absorbed no free since
+    /// then is one this thread only allocates (another thread frees it), whose fills grow.
+    /// Apart from `bins`, so that a `CacheBin` stays five words (the fast paths index it).
+    absorbed_at_fill: [Cell<u64>; NBINS],
     /// Sum over the classes of capacity times region size: never above the bound.
     cap_bytes: Cell<usize>,
     /// `thread::thread_key()` of the thread it belongs to.
@@ -285,6 +291,13 @@ impl ThreadCache {
         true
     }
 
+    /// Regions the next fill or flush of class `idx` moves: half the class's capacity now,
+    /// from its starting batch up to `MAX_BATCH`. A class that grew (its thread frees more of
+    /// it than it allocates, or the other way round) moves more at a time, under one lock.
+    fn moves(&self, pool: &CachePool, idx: usize) -> usize {
+        (self.bins[idx].cap.load(Relaxed) / 2).clamp(pool.batch(idx), MAX_BATCH)
+    }
+
     /// Every class back to its starting capacity (the cache is empty).
     fn reset_caps(&self, pool: &CachePool) {
         for (i, b) in self.bins.iter().enumerate() {
@@ -342,6 +355,7 @@ impl<C: Config> Heap<C> {
                         flushed: AtomicU64::new(0),
                         cap: AtomicUsize::new(0),
                     }),
+                    absorbed_at_fill: core::array::from_fn(|_| Cell::new(0)),
                     cap_bytes: Cell::new(0),
                     owner: Cell::new(0),
                     next: Cell::new(ptr::null_mut()),
@@ -648,7 +662,7 @@ impl<C: Config> Heap<C> {
         let Some(a) = self.choose_arena(s, size) else {
             return 0;
         };
-        let n = s.caches.batch(idx);
+        let n = c.moves(&s.caches, idx);
         let mut taken = [0usize; MAX_BATCH];
         let taken = &mut taken[..n];
         let got = a.with(|inner| inner.alloc_small_batch(idx, taken, a, a.index(), &s.map));
@@ -669,6 +683,16 @@ impl<C: Config> Heap<C> {
         }
         b.head.set(head);
         b.count.store(b.count.load(Relaxed) + (got - 1), Relaxed);
+        // A stack that ran empty with no free of its class since its last fill takes more next
+        // time: the class grows as one that overflows does, within the same bounds. So a
+        // thread that only allocates a class, fed by another that frees it, fills in batches
+        // of up to `MAX_BATCH`, not of its starting one; a thread that frees the class too
+        // (its stack refilled by its own frees) keeps its batch.
+        let absorbed = b.absorbed.load(Relaxed);
+        if c.absorbed_at_fill[idx].replace(absorbed) == absorbed {
+            // SAFETY: our own cache.
+            unsafe { c.grow(&s.caches, idx) };
+        }
         taken[0]
     }
 
@@ -718,7 +742,7 @@ impl<C: Config> Heap<C> {
             }
             let b = &c.bins[idx];
             if b.count.load(Relaxed) >= b.cap.load(Relaxed) && !c.grow(&s.caches, idx) {
-                Self::flush(c, idx, s.caches.batch(idx));
+                Self::flush(c, idx, c.moves(&s.caches, idx));
             }
             c.push(&s.caches, idx, addr);
             let absorbed = &c.bins[idx].absorbed;
