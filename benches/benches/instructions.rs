@@ -82,7 +82,7 @@ impl Alloc for Empty {
     #[inline(always)]
     fn malloc(size: usize) -> *mut u8 {
         black_box(size);
-        black_box(core::ptr::dangling_mut())
+        black_box(core::ptr::NonNull::<u8>::dangling().as_ptr())
     }
     #[inline(always)]
     unsafe fn free(p: *mut u8) {
