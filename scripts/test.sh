@@ -133,6 +133,10 @@ scratch="$(mktemp -d)"
 examples/policy-template/new-policy.sh "$scratch/fullest-first" fullest_first
 (cd "$scratch/fullest-first" && cargo check --workspace --all-targets --target-dir "$template_target")
 rm -rf "$scratch"
+step "the policy template: a finding the kit prints, pasted into a template-made crate, compiles and fails"
+# A scratch copy of the template with a bug in its policy, built into the same target directory
+# as the step above (the same features), so that only the copy's own crate is built.
+CARGO_TARGET_DIR="$template_target" scripts/pasted-finding.sh
 step "the policy template: its loom test"
 (
     cd examples/policy-template

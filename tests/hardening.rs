@@ -359,6 +359,47 @@ fn sampling(every: usize) -> Heap<Checked> {
     })
 }
 
+/// A fault in a guard page between two sampled allocations is blamed on the one placed against
+/// that guard, whatever the other one's size: here the right one starts at the guard's end, and
+/// the left one, 1000 bytes at the start of its page, ends far from it, so a write in the
+/// guard's lower half is still an underflow of the right one (mutation testing found the
+/// "ends against the page's end" test could be loosened unseen: `PAGE - QUANTUM` into
+/// `PAGE / QUANTUM` blamed the left allocation).
+#[test]
+fn a_guard_fault_is_blamed_on_the_allocation_against_the_guard() {
+    let h = sampling(1);
+    let mut prev: Option<*mut u8> = None;
+    let mut pair = None;
+    // Placement sides are drawn at random: look for two neighbouring slots whose allocations
+    // both sit at the start of their pages.
+    for _ in 0..200 {
+        let p = h.malloc(1000);
+        let at_start = p as usize % 4096 == 0;
+        if let Some(q) = prev {
+            if at_start && q as usize % 4096 == 0 && p as usize == q as usize + 2 * 4096 {
+                pair = Some((q, p));
+                break;
+            }
+        }
+        prev = Some(p);
+    }
+    let (left, right) = pair.expect("no two neighbouring allocations at their pages' starts");
+    let guard = left as usize + 4096;
+    let out = expect_signal(libc::SIGSEGV, || {
+        // SAFETY: the misuse under test, in the guard's lower half (100 bytes into it).
+        unsafe { ((guard + 100) as *mut u8).write_volatile(1) }
+    });
+    starts_with(&out, "alloclab: sampled allocation: heap underflow at ");
+    assert!(
+        out.contains(&format!(
+            "{} bytes before the live allocation of 1000 bytes at {:#x}",
+            4096 - 100,
+            right as usize
+        )),
+        "{out}"
+    );
+}
+
 #[test]
 fn sampled_allocations_sit_against_a_guard_and_fault_with_a_report() {
     let h = sampling(1);

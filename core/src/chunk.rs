@@ -92,6 +92,14 @@ impl PageBits {
     pub fn bin(self) -> usize {
         (self.0 >> FIELD_B_SHIFT) & FIELD_MASK
     }
+    /// The bin field with every bit above it: the bin when the bits above are clear, as
+    /// the engine writes them, and a value above any bin index otherwise. One shift where
+    /// `bin` takes a shift and a mask: a caller that refuses values of `NBINS` and above (a
+    /// bounds check it needs anyway) refuses a corrupt entry too.
+    #[inline(always)]
+    pub fn bin_unmasked(self) -> usize {
+        self.0 >> FIELD_B_SHIFT
+    }
 }
 
 impl PageEntry {

@@ -409,20 +409,24 @@ mod tests {
     use super::*;
     use crate::size_class::{small_index, BINS};
 
-    fn with_run(bin_index: usize, clean: bool, f: impl FnOnce(Run, usize)) {
+    /// Runs `f` on a fresh run of bin `bin_index` (and its base address); returns what `f`
+    /// returns, so that each test checks its body ran (mutation testing found that an empty
+    /// `with_run` passed every test).
+    fn with_run<T>(bin_index: usize, clean: bool, f: impl FnOnce(Run, usize) -> T) -> T {
         let info = bin(bin_index);
         let base = crate::os::map(info.run_size()).unwrap().as_ptr() as usize;
         // SAFETY: a fresh mapping of one run, owned by this test.
         let h = unsafe { RunHeader::init::<[usize; 4]>(base, bin_index, clean) };
-        f(Run(h), base);
+        let out = f(Run(h), base);
         // SAFETY: mapped above.
         unsafe { crate::os::unmap(base as *mut u8, info.run_size()) };
+        out
     }
 
     #[test]
     fn regions_come_lowest_first_and_return() {
         for idx in [0, small_index(48), small_index(1000), BINS.len() - 1] {
-            with_run(idx, true, |run, base| {
+            let reused = with_run(idx, true, |run, base| {
                 let info = bin(idx);
                 let cap = info.capacity as usize;
                 // SAFETY: a live run owned by this test (no lock needed: single thread).
@@ -448,20 +452,25 @@ mod tests {
                     assert!(!fresh);
                     assert!(!zero, "a reused region is not known zero");
                     assert_eq!(run.free(), 1);
+                    p - base
                 }
             });
+            // The body ran to its end: the region it reused was the middle one.
+            let info = bin(idx);
+            assert_eq!(reused, (info.capacity as usize / 2) * info.size as usize);
         }
     }
 
     #[test]
     fn dirty_runs_promise_nothing_but_the_high_water_mark() {
-        with_run(small_index(64), false, |run, _| {
+        let (fresh, zero) = with_run(small_index(64), false, |run, _| {
             // SAFETY: as above.
             unsafe {
                 let (_, fresh, zero) = run.take_region();
-                assert!(fresh && !zero);
                 assert!(!run.never_allocated(0) && run.never_allocated(1));
+                (fresh, zero)
             }
         });
+        assert!(fresh && !zero);
     }
 }

@@ -67,7 +67,8 @@ pub struct BinInfo {
     pub header_offset: u32,
     /// 64-bit words in the run's free-region bitmap.
     pub bitmap_words: u32,
-    /// `ceil(2^32 / size)`: turns a region offset into its index without dividing.
+    /// `ceil(2^64 / size)`: turns a region offset into its index, and tells a region start,
+    /// with one multiplication (`region_index`).
     pub reciprocal: u64,
 }
 
@@ -93,10 +94,17 @@ impl BinInfo {
     }
 
     /// Index of the region at `offset` from the run start, if `offset` is a region start.
+    ///
+    /// One 64 x 64 -> 128-bit multiplication by `reciprocal` answers both questions (Lemire,
+    /// Kaser and Kurz, "Faster remainder by direct computation", 2019): its high half is
+    /// `offset / size` and its low half is below `reciprocal` exactly when `size` divides
+    /// `offset`, for every offset below 2^32 (run offsets are below a chunk).
     #[inline(always)]
     pub fn region_index(&self, offset: usize) -> Option<usize> {
-        let idx = ((offset as u64 * self.reciprocal) >> 32) as usize;
-        if idx < self.capacity as usize && idx * self.size as usize == offset {
+        debug_assert!(offset < 1 << 32);
+        let m = offset as u128 * self.reciprocal as u128;
+        let idx = (m >> 64) as usize;
+        if (m as u64) < self.reciprocal && idx < self.capacity as usize {
             Some(idx)
         } else {
             None
@@ -114,9 +122,20 @@ pub const fn class_size(index: usize) -> usize {
     }
 }
 
-/// Small class index for a request of `size` bytes (`1..=SMALL_MAX`; 0 is treated as 1).
+/// Small class index for a request of `size` bytes (`1..=SMALL_MAX`; 0 is treated as 1): one
+/// load from a table indexed by the size in quanta, rounded up (`SIZE_TO_BIN`), instead of
+/// two spacings told apart by a branch. Sizes past `SMALL_MAX` are out of the table (a panic).
 #[inline(always)]
 pub const fn small_index(size: usize) -> usize {
+    // No overflow: callers pass at most `SMALL_MAX`. Not `div_ceil`, which compiles to a
+    // shift, a test and an add where this is an add and a shift.
+    #[allow(clippy::manual_div_ceil)]
+    let quanta = (size + (QUANTUM - 1)) / QUANTUM;
+    SIZE_TO_BIN[quanta] as usize
+}
+
+/// `small_index` by arithmetic: what `SIZE_TO_BIN` is built from (and tested against).
+pub const fn small_index_by_steps(size: usize) -> usize {
     // `(size - 1) / step` counts whole steps below the size: the class's rank within its
     // spacing, without a division (the steps are powers of two) or a branch for 0.
     if size <= QUANTUM_MAX {
@@ -125,6 +144,20 @@ pub const fn small_index(size: usize) -> usize {
         QUANTUM_MAX / QUANTUM - 1 + (size - 1) / WIDE_STEP
     }
 }
+
+/// The small class of every size in quanta, rounded up (entry `q` serves sizes
+/// `16 * (q - 1) + 1 ..= 16 * q`, entry 0 size 0): 241 bytes, four cache lines.
+const SIZE_TO_BIN: [u8; SMALL_MAX / QUANTUM + 1] = {
+    let mut t = [0u8; SMALL_MAX / QUANTUM + 1];
+    let mut q = 0;
+    while q < t.len() {
+        // Every size of the quantum has the class of its largest: the wide classes are
+        // multiples of the quantum.
+        t[q] = small_index_by_steps(q * QUANTUM) as u8;
+        q += 1;
+    }
+    t
+};
 
 const fn header_bytes(capacity: usize) -> usize {
     RUN_HEADER_FIXED + 8 * capacity.div_ceil(64)
@@ -162,7 +195,7 @@ const fn bin_info(index: usize) -> BinInfo {
         capacity: best_cap as u32,
         header_offset: ((run - header) & !7) as u32,
         bitmap_words: best_cap.div_ceil(64) as u32,
-        reciprocal: (1u64 << 32).div_ceil(size as u64),
+        reciprocal: u64::MAX / size as u64 + 1,
     }
 }
 
@@ -214,7 +247,8 @@ pub fn classify(size: usize, align: usize) -> Option<SizeClass> {
         }
     } else if align <= PAGE && size <= SMALL_MAX {
         // The first class at least `size` whose regions are naturally aligned to `align`.
-        let mut i = small_index(size.max(align));
+        // By steps: `size.max(align)` may be past the table (4096 gives `NBINS`, no class).
+        let mut i = small_index_by_steps(size.max(align));
         while i < NBINS {
             if BINS[i].region_align() >= align {
                 return Some(SizeClass::Small(i));
@@ -301,6 +335,23 @@ mod tests {
     }
 
     #[test]
+    fn size_table_matches_the_steps() {
+        for size in 0..=SMALL_MAX {
+            assert_eq!(small_index(size), small_index_by_steps(size), "size {size}");
+            let i = small_index(size);
+            assert!(
+                bin(i).size as usize >= size.max(1),
+                "size {size} in class {i}"
+            );
+            assert!(
+                i == 0 || (bin(i - 1).size as usize) < size,
+                "size {size} in class {i}"
+            );
+        }
+        assert_eq!(small_index(SMALL_MAX), NBINS - 1);
+    }
+
+    #[test]
     fn region_index_is_exact() {
         for b in BINS.iter() {
             for r in 0..b.capacity as usize {
@@ -311,6 +362,17 @@ mod tests {
                 }
             }
             assert_eq!(b.region_index(b.capacity as usize * b.size as usize), None);
+            // Every offset of the run, and past it: a region start exactly at multiples of
+            // the size below the capacity.
+            for off in 0..b.run_size() + PAGE {
+                let size = b.size as usize;
+                let want =
+                    (off % size == 0 && off / size < b.capacity as usize).then(|| off / size);
+                assert_eq!(b.region_index(off), want, "class {size}, offset {off}");
+            }
+            for off in [(1usize << 32) - 1, (1 << 32) - b.size as usize] {
+                assert_eq!(b.region_index(off), None);
+            }
         }
     }
 

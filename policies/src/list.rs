@@ -16,11 +16,12 @@ pub struct ListLinks {
     next: Cell<Option<ListRun>>,
 }
 
-/// A list of runs, front first.
+/// A list of runs, front first. The front run's `prev` link points at the back run (the list
+/// is otherwise linear: the back run's `next` is `None`), so both ends are O(1) without a
+/// field more than the head: a `RunList` stays two words, as each bin holds one.
 #[derive(Default)]
 pub struct RunList {
     head: Option<ListRun>,
-    tail: Option<ListRun>,
     len: usize,
 }
 
@@ -32,7 +33,7 @@ impl RunList {
 
     /// The last run.
     pub fn back(&self) -> Option<ListRun> {
-        self.tail
+        self.head.and_then(|h| h.links().prev.get())
     }
 
     /// Runs in the list.
@@ -47,38 +48,57 @@ impl RunList {
 
     /// Puts `run` (not in the list) at the front.
     pub fn push_front(&mut self, run: ListRun) {
-        run.links().prev.set(None);
-        run.links().next.set(self.head);
         match self.head {
-            Some(h) => h.links().prev.set(Some(run)),
-            None => self.tail = Some(run),
+            Some(h) => {
+                run.links().prev.set(h.links().prev.get());
+                h.links().prev.set(Some(run));
+            }
+            None => run.links().prev.set(Some(run)),
         }
+        run.links().next.set(self.head);
         self.head = Some(run);
         self.len += 1;
     }
 
     /// Puts `run` (not in the list) at the back.
     pub fn push_back(&mut self, run: ListRun) {
+        let Some(h) = self.head else {
+            self.push_front(run);
+            return;
+        };
+        let tail = h
+            .links()
+            .prev
+            .get()
+            .expect("a front run links to the back run");
+        tail.links().next.set(Some(run));
+        run.links().prev.set(Some(tail));
         run.links().next.set(None);
-        run.links().prev.set(self.tail);
-        match self.tail {
-            Some(t) => t.links().next.set(Some(run)),
-            None => self.head = Some(run),
-        }
-        self.tail = Some(run);
+        h.links().prev.set(Some(run));
         self.len += 1;
     }
 
     /// Takes `run` (in the list) out.
     pub fn remove(&mut self, run: ListRun) {
         let (prev, next) = (run.links().prev.take(), run.links().next.take());
-        match prev {
-            Some(p) => p.links().next.set(next),
-            None => self.head = next,
-        }
-        match next {
-            Some(n) => n.links().prev.set(prev),
-            None => self.tail = prev,
+        if self.head == Some(run) {
+            // `prev` is the back run (`run` itself when alone): the new front inherits it.
+            self.head = next;
+            if let Some(n) = next {
+                n.links().prev.set(prev);
+            }
+        } else {
+            let p = prev.expect("a run behind the front has a previous run");
+            p.links().next.set(next);
+            match next {
+                Some(n) => n.links().prev.set(Some(p)),
+                // `run` was the back run: the front's link moves to the one before it.
+                None => {
+                    if let Some(h) = self.head {
+                        h.links().prev.set(Some(p));
+                    }
+                }
+            }
         }
         self.len -= 1;
     }
@@ -100,13 +120,14 @@ impl RunList {
         }
     }
 
-    /// Checks that the back links mirror the forward links and the length is right.
+    /// Checks that the back links mirror the forward links, the front links to the back, and
+    /// the length is right.
     pub fn check(&self) -> Result<(), &'static str> {
         let mut prev = None;
         let mut cur = self.head;
         let mut n = 0;
         while let Some(r) = cur {
-            if r.links().prev.get() != prev {
+            if prev.is_some() && r.links().prev.get() != prev {
                 return Err("list back link does not match");
             }
             n += 1;
@@ -119,8 +140,10 @@ impl RunList {
         if n != self.len {
             return Err("list length does not match its count");
         }
-        if self.tail != prev {
-            return Err("list tail is not its last run");
+        if let Some(h) = self.head {
+            if h.links().prev.get() != prev {
+                return Err("list front does not link to its back run");
+            }
         }
         Ok(())
     }

@@ -25,6 +25,10 @@ pub enum Check {
     /// The generated operations never exercised a dimension of the run-reuse protocol (see
     /// `Coverage`): the kit cannot vouch for what it never tried.
     Coverage,
+    /// The policy, the engine or the reference model panicked while the operations ran (the
+    /// detail quotes the panic's message). The kit catches the panic so that it can shrink the
+    /// operations that lead to it and report them like any other finding.
+    Panic,
 }
 
 /// A failed check: which check, at which step, and a precise description.

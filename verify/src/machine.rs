@@ -159,9 +159,31 @@ pub fn run_case<C: Config, M: ReuseModel>(
     seen: Option<&std::sync::Arc<core::sync::atomic::AtomicUsize>>,
     coverage: &mut Coverage,
 ) -> Result<(), Finding> {
+    // The operation the run had reached, for a panic's finding.
+    let reached = std::sync::Arc::new(core::sync::atomic::AtomicUsize::new(0));
+    let outcome = quietly(std::panic::AssertUnwindSafe(|| {
+        run_case_unguarded::<C, M>(ops, seen, &reached, coverage)
+    }));
+    outcome.unwrap_or_else(|message| {
+        let step = reached.load(core::sync::atomic::Ordering::SeqCst).max(1) - 1;
+        Err(Finding::new(
+            Check::Panic,
+            step,
+            format!("panicked: {}", message.replace('\n', "; ")),
+        ))
+    })
+}
+
+fn run_case_unguarded<C: Config, M: ReuseModel>(
+    ops: &[Op],
+    seen: Option<&std::sync::Arc<core::sync::atomic::AtomicUsize>>,
+    reached: &std::sync::Arc<core::sync::atomic::AtomicUsize>,
+    coverage: &mut Coverage,
+) -> Result<(), Finding> {
     #[cfg(not(loom))]
     {
         let count = || {
+            reached.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
             if let Some(seen) = seen {
                 seen.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
             }
@@ -172,21 +194,55 @@ pub fn run_case<C: Config, M: ReuseModel>(
     {
         let ops: std::sync::Arc<[Op]> = ops.into();
         let seen = seen.cloned();
-        let (result, reached) = crate::loom::sequential(move || {
-            let mut reached = Coverage::default();
+        let reached = reached.clone();
+        let (result, covered) = crate::loom::sequential(move || {
+            let mut covered = Coverage::default();
             let count = || {
+                reached.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
                 if let Some(seen) = &seen {
                     seen.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
                 }
             };
             let r = Harness::<C, M>::new()
                 .check_every(LOOM_CHECK_EVERY)
-                .run_covered(&ops, count, &mut reached);
-            (r, reached)
+                .run_covered(&ops, count, &mut covered);
+            (r, covered)
         });
-        coverage.add(&reached);
+        coverage.add(&covered);
         result
     }
+}
+
+std::thread_local! {
+    /// Set while [`quietly`] runs on this thread: the panic hook prints nothing then.
+    static QUIET: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Runs `f`, catching a panic and returning its message. While it runs, a panic on this thread
+/// prints nothing (no message, no backtrace even with `RUST_BACKTRACE` set): the search and the
+/// minimizing replay a failing case hundreds of times, and the one line of the finding must not
+/// drown under as many panic reports. Panics on other threads, and outside `quietly`, are
+/// reported by the hook that was installed before (the default one, or the program's own).
+pub(crate) fn quietly<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> Result<T, String> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(|q| q.get()) {
+                previous(info);
+            }
+        }));
+    });
+    let was = QUIET.with(|q| q.replace(true));
+    let outcome = std::panic::catch_unwind(f);
+    QUIET.with(|q| q.set(was));
+    outcome.map_err(|payload| {
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "(a panic without a message)".to_string())
+    })
 }
 
 /// Under `--cfg loom`: the whole-heap checks (`check_live` over every live allocation, the
@@ -224,6 +280,8 @@ pub fn search<C: Config, M: ReuseModel>(cases: u32, max_steps: usize, seed: Opti
     // at its own limit: the budget is kept here instead (see the closure below), and proptest's
     // limit is never reached (`u32::MAX` itself means "4 per case" to proptest).
     cfg.max_shrink_iters = u32::MAX - 1;
+    // The same notice follows proptest's time limit (`PROPTEST_MAX_SHRINK_TIME`): none here.
+    cfg.max_shrink_time = 0;
     if let Some(s) = seed {
         cfg.rng_seed = proptest::test_runner::RngSeed::Fixed(s);
     }

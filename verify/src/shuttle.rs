@@ -11,10 +11,12 @@
 //! (probabilistic concurrency testing, a few preemptions placed at random), both from a fixed
 //! seed unless `ALLOCLAB_SHUTTLE_SEED` gives one.
 //!
-//! A failing execution panics with the scheduler, its seed, the walk's parameters and the file
-//! shuttle wrote the failing schedule to. Either replays it: the seed reruns the same search
-//! (`ALLOCLAB_SHUTTLE_SEED`), the schedule reruns the one execution (`ALLOCLAB_SHUTTLE_REPLAY`,
-//! or [`replay`]). VERIFY.md ("Shuttle") has the commands.
+//! A failing execution panics with the scheduler, its seed, the walk's parameters and the
+//! failing schedule, as shuttle encodes it, quoted in a line of Rust that replays it:
+//! `alloclab_verify::shuttle::replay::<Config>(walk, "<schedule>")`. The
+//! seed reruns the same search (`ALLOCLAB_SHUTTLE_SEED`), the schedule reruns the one execution
+//! (that line in a test, `ALLOCLAB_SHUTTLE_REPLAY`, or [`replay`]). VERIFY.md ("Shuttle") has
+//! the commands.
 
 use crate::rng::Rng;
 use alloclab_core::{Config, Heap};
@@ -136,8 +138,11 @@ pub fn random_walk_with<C: Config>(walk: Walk, search: Search) {
 }
 
 /// Replays one execution of `walk` on config `C`: `schedule` is a failing schedule as shuttle
-/// writes it (hex digits, whitespace ignored) or the path of the file a failure left it in.
-/// Panics as the original execution did, if the code under test has not changed.
+/// encodes it (the string a report quotes; hex digits, whitespace ignored) or the path of a file
+/// that holds one. Panics as the original execution did, if the code under test has not
+/// changed. (`shuttle::replay` cannot: it runs with shuttle's default configuration, whose
+/// stack is too small for a heap; this is `shuttle::Runner` with a `ReplayScheduler` and
+/// [`config`] on [`execution`].)
 pub fn replay<C: Config>(walk: Walk, schedule: &str) {
     let schedule = match std::fs::read_to_string(schedule.trim()) {
         Ok(text) => text,
@@ -177,20 +182,13 @@ fn run<C: Config, S: Scheduler + 'static>(
     name: &str,
     search: Option<Search>,
 ) {
-    let mut config = shuttle::Config::new();
-    // The engine's atomics are mostly Relaxed/Acquire/Release; shuttle runs every atomic as
-    // SeqCst (VERIFY.md says what that misses) and would warn about it once per process.
-    config.silence_warnings = true;
-    config.max_steps = shuttle::MaxSteps::FailAfter(2_000_000);
-    // Shuttle's default stack (32 KiB) is too small for a heap's setup (1024 arena slots).
-    config.stack_size = STACK_SIZE;
-    // A failing schedule goes to a file (its path is in the report), not only to stderr.
+    // A failing schedule goes to a file (its contents are quoted in the report).
     let dir = schedule_dir();
-    config.failure_persistence = shuttle::FailurePersistence::File(Some(dir.clone()));
+    let config = config(Some(dir.clone()));
     let before = schedule_files(&dir);
     let start = std::time::Instant::now();
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        shuttle::Runner::new(scheduler, config).run(move || execution::<C>(walk))
+        shuttle::Runner::new(scheduler, config).run(execution::<C>(walk))
     }));
     match result {
         Ok(executions) => {
@@ -208,15 +206,16 @@ fn run<C: Config, S: Scheduler + 'static>(
                 .map(String::as_str)
                 .or_else(|| payload.downcast_ref::<&str>().copied())
                 .unwrap_or("(a panic without a message)");
-            // The file this run's failure added: the failing execution's schedule.
+            // The file this run's failure added holds the failing execution's schedule.
             let files: Vec<_> = schedule_files(&dir)
                 .into_iter()
                 .filter(|f| !before.contains(f))
                 .collect();
-            let schedule = files.first().map_or_else(
-                || "<the failing schedule printed above>".to_string(),
-                |p| p.display().to_string(),
-            );
+            let schedule = files
+                .first()
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .map(|text| text.split_whitespace().collect::<String>())
+                .unwrap_or_else(|| "<the failing schedule printed above>".to_string());
             let again = match search {
                 Some(s) => format!(
                     "the same search: ALLOCLAB_SHUTTLE_SEED={:#x} ALLOCLAB_SHUTTLE_ITERATIONS={} \
@@ -225,11 +224,18 @@ fn run<C: Config, S: Scheduler + 'static>(
                 ),
                 None => String::new(),
             };
+            let config = crate::machine::pastable_type_name(core::any::type_name::<C>());
             panic!(
                 "shuttle ({name} scheduler) found a failing execution of {} ({} threads x {} \
-                 steps, walk seed {:#x}):\n  {what}\nreplay it with {again}the one execution: \
-                 ALLOCLAB_SHUTTLE_CONFIG={} ALLOCLAB_SHUTTLE_REPLAY={schedule}",
+                 steps, walk seed {:#x}):\n  {what}\nreplay it with {again}the one execution, \
+                 in a test:\n    alloclab_verify::shuttle::replay::<{config}>(\
+                 alloclab_verify::shuttle::Walk {{ threads: {}, steps: {}, seed: {:#x} }}, \
+                 \"{schedule}\");\nor in the test that found it: ALLOCLAB_SHUTTLE_CONFIG={} \
+                 ALLOCLAB_SHUTTLE_REPLAY={schedule}",
                 C::NAME,
+                walk.threads,
+                walk.steps,
+                walk.seed,
                 walk.threads,
                 walk.steps,
                 walk.seed,
@@ -239,8 +245,9 @@ fn run<C: Config, S: Scheduler + 'static>(
     }
 }
 
-/// Stack of each shuttle thread (its own mapping; the main thread of an execution too).
-const STACK_SIZE: usize = 2 << 20;
+/// Stack of each shuttle thread of a walk, the execution's first thread included (each its own
+/// mapping).
+pub const STACK_SIZE: usize = 2 << 20;
 
 /// Mostly small sizes (the hot ones first), some large, rarely huge.
 fn size(rng: &mut Rng) -> usize {
@@ -292,8 +299,34 @@ fn check_all<C: Config>(heap: &Heap<C>, table: &Table, when: &str) {
     }
 }
 
-/// One execution: `walk.threads` threads on one heap, then the end checks.
-fn execution<C: Config>(walk: Walk) {
+/// One execution of `walk` on a heap of config `C`, as a function for a shuttle runner: what the
+/// schedulers run, and what [`replay`] replays. Run it with [`config`]: shuttle's default
+/// configuration (that of `shuttle::replay` and `shuttle::check_random`) gives the execution's
+/// first thread a 60 KiB stack, too small for a heap's setup.
+pub fn execution<C: Config>(walk: Walk) -> impl Fn() + Send + Sync + 'static {
+    move || whole_walk::<C>(walk)
+}
+
+/// The shuttle configuration the walks run with: stacks of [`STACK_SIZE`], at most 2,000,000
+/// steps per execution, no warning about atomics (shuttle runs every one as `SeqCst`), and
+/// failing schedules written to `persist_to` (`None`: printed to stderr).
+pub fn config(persist_to: Option<std::path::PathBuf>) -> shuttle::Config {
+    let mut config = shuttle::Config::new();
+    // The engine's atomics are mostly Relaxed/Acquire/Release; shuttle runs every atomic as
+    // SeqCst (VERIFY.md says what that misses) and would warn about it once per process.
+    config.silence_warnings = true;
+    config.max_steps = shuttle::MaxSteps::FailAfter(2_000_000);
+    // Shuttle's default stack is too small for a heap's setup (1024 arena slots).
+    config.stack_size = STACK_SIZE;
+    config.failure_persistence = match persist_to {
+        Some(dir) => shuttle::FailurePersistence::File(Some(dir)),
+        None => shuttle::FailurePersistence::Print,
+    };
+    config
+}
+
+/// `walk.threads` threads on one heap, then the end checks.
+fn whole_walk<C: Config>(walk: Walk) {
     let heap = Arc::new(Heap::<C>::new());
     let table: Table = Arc::new(Mutex::new(Vec::new()));
     let handles: Vec<_> = (0..walk.threads)

@@ -82,4 +82,8 @@ fn arena_choices() {
     verify_arena_choice::<PerCpu>();
     let s = verify_arena_choice::<Hashed>();
     assert_eq!(s.passed.len(), 5, "{s}");
+    // Its state machine checks every pick against LIFO's model, and the summary says so
+    // (mutation testing found the summary could say "none" unseen).
+    assert!(s.model.is_some(), "{s}");
+    assert!(!s.to_string().contains("NOT checked"), "{s}");
 }

@@ -391,3 +391,125 @@ fn a_current_run_above_a_preferred_one_is_caught_by_the_wrappers_check() {
         "{v}"
     );
 }
+
+/// LIFO's model with the kind of mistake that panics (a table sized for two runs): once it
+/// knows a third run, `pick` panics. The kit must catch the panic, shrink the operations that
+/// lead to it, and print them as a test that names this model as code here names it.
+#[derive(Default, Debug)]
+pub struct PanicsAtThirdRun {
+    inner: LifoModel,
+    known: usize,
+}
+
+impl alloclab_verify::ReuseModel for PanicsAtThirdRun {
+    fn insert(&mut self, run: usize, runs: &alloclab_verify::Runs<'_>) {
+        self.known += 1;
+        self.inner.insert(run, runs);
+    }
+    fn pick(&mut self, runs: &alloclab_verify::Runs<'_>) -> Option<usize> {
+        assert!(self.known < 3, "the model's table has room for 2 runs");
+        self.inner.pick(runs)
+    }
+    fn remove(&mut self, run: usize) {
+        self.known -= 1;
+        self.inner.remove(run);
+    }
+}
+
+/// Run in a child process by `a_printed_finding_is_one_line_then_a_pastable_test`, which reads
+/// what it prints.
+#[test]
+#[ignore = "run by a_printed_finding_is_one_line_then_a_pastable_test, in a child process"]
+fn kit_on_a_panicking_model() {
+    alloclab_verify::verify_run_reuse_against::<Lifo, PanicsAtThirdRun>();
+}
+
+/// What a user reads when the kit fails, with `RUST_BACKTRACE=1` set: the one-line finding
+/// first, then the minimized operations as a `#[test]` whose types are named as this crate
+/// names them (`crate::` for the model defined here), and nothing from the hundreds of failing
+/// runs the search and the minimizing made: no panic reports, no backtraces, no proptest
+/// "Aborting shrinking" notice.
+#[test]
+fn a_printed_finding_is_one_line_then_a_pastable_test() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["kit_on_a_panicking_model", "--exact", "--include-ignored"])
+        .args(["--nocapture", "--test-threads=1"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("run this test binary again");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "the kit passed the model:\n{text}");
+    assert!(!text.contains("Aborting shrinking"), "{text}");
+    // One panic report: the kit's own, at the end.
+    assert_eq!(text.matches("panicked at").count(), 1, "{text}");
+    let report = text.split_once("panicked at").unwrap().1;
+    let mut lines = report.lines().skip(1);
+    let first = lines.next().unwrap_or_default();
+    assert!(
+        first.starts_with("lifo: step ")
+            && first.contains(": Panic: panicked: the model's table has room for 2 runs")
+            && first.contains("minimized to"),
+        "the report does not start with the one-line finding: {first}\n{text}"
+    );
+    let rest: Vec<&str> = lines.collect();
+    let start = rest
+        .iter()
+        .position(|l| *l == "#[test]")
+        .unwrap_or_else(|| panic!("no #[test] after the finding:\n{text}"));
+    let end = start
+        + rest[start..]
+            .iter()
+            .position(|l| *l == "}")
+            .unwrap_or_else(|| panic!("the test does not end:\n{text}"));
+    let snippet = rest[start..=end].join("\n");
+    assert!(
+        snippet.contains("type Model = crate::PanicsAtThirdRun;"),
+        "the model is not named through crate::\n{snippet}"
+    );
+    assert!(
+        snippet.contains(
+            "type Config = alloclab_verify::policies::configs::Using<alloclab_verify::policies::Lifo, alloclab_verify::policies::Single>;"
+        ),
+        "the config is not named through alloclab_verify\n{snippet}"
+    );
+    assert!(
+        snippet.contains("vec![Op::Alloc"),
+        "no operations in the test\n{snippet}"
+    );
+    // Between the finding and the end of the test: nothing but the finding's own lines.
+    let before: String = rest[..start].join("\n");
+    assert!(
+        !before.contains("stack backtrace") && !snippet.contains("stack backtrace"),
+        "a backtrace inside the report:\n{text}"
+    );
+}
+
+/// The fuzz target's body (`alloclab_verify::fuzz::heap_ops`) reports a seeded bug as a crash:
+/// an input of zero bytes decodes to 256 allocations of 448 bytes, whose runs fill up, and
+/// LIFO that keeps full runs then picks its full run: the engine's check of every pick reports
+/// it (mutation testing found the body could be emptied unseen: only the fuzz targets called
+/// it).
+#[test]
+fn the_fuzz_body_crashes_on_a_seeded_bug() {
+    let data = [0u8; 4096];
+    let ops = alloclab_verify::fuzz::ops_from_bytes(&data);
+    assert_eq!(ops.len(), alloclab_verify::fuzz::MAX_OPS);
+    assert!(
+        ops.iter()
+            .all(|op| matches!(op, alloclab_verify::Op::Alloc { size: 448, .. })),
+        "the decoding changed: {:?}",
+        &ops[..4]
+    );
+    // The control: the same input on LIFO itself passes.
+    alloclab_verify::fuzz::heap_ops::<Using<Lifo, Single>>(&data);
+    let crash = std::panic::catch_unwind(|| {
+        alloclab_verify::fuzz::heap_ops::<Using<LifoKeepsFull, Single>>(&data)
+    })
+    .expect_err("the fuzz body passed LIFO keeping full runs");
+    let message = crash.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("Invariants(UnusablePick)"), "{message}");
+}

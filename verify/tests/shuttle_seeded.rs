@@ -39,18 +39,30 @@ fn walk_failure<C: Config>(bug: Bug) -> Option<String> {
     failure(bug, || random_walk_with::<C>(Walk::default(), search))
 }
 
-/// The schedule file a failure message names (`ALLOCLAB_SHUTTLE_REPLAY=<path>`).
-fn schedule_file(message: &str) -> String {
-    let path = message
-        .split("ALLOCLAB_SHUTTLE_REPLAY=")
+/// The schedule a failure message quotes in its replay line,
+/// `alloclab_verify::shuttle::replay::<Config>(walk, "<schedule>");`.
+fn printed_schedule(message: &str) -> String {
+    let line = message
+        .lines()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("alloclab_verify::shuttle::replay::<")
+        })
+        .unwrap_or_else(|| panic!("the report has no replay line: {message}"));
+    let schedule = line
+        .split('"')
         .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("the report names no schedule: {message}"));
+        .unwrap_or_else(|| panic!("the replay line quotes no schedule: {line}"));
     assert!(
-        std::path::Path::new(path).is_file(),
-        "the report names {path}, which is not a file: {message}"
+        !schedule.is_empty() && schedule.chars().all(|c| c.is_ascii_hexdigit()),
+        "not an encoded schedule: {schedule:?} in {message}"
     );
-    path.to_string()
+    // The same schedule the other replay line gives the environment variable.
+    assert!(
+        message.contains(&format!("ALLOCLAB_SHUTTLE_REPLAY={schedule}")),
+        "{message}"
+    );
+    schedule.to_string()
 }
 
 #[test]
@@ -70,7 +82,7 @@ fn seeded_bugs_are_caught_by_the_walk() {
         found.contains("ALLOCLAB_SHUTTLE_SEED="),
         "the report does not name the seed: {found}"
     );
-    // The schedule the report names replays the failure, in one execution.
+    // The schedule the report prints replays the failure, in one execution.
     replays::<Shared>(Bug::UnlockedFree, &found, "data race");
 
     let found = walk_failure::<LifoTcache>(Bug::LostFlush).expect("the walk missed the lost flush");
@@ -78,29 +90,54 @@ fn seeded_bugs_are_caught_by_the_walk() {
         found.contains("bytes allocated"),
         "caught, but not by the statistics check: {found}"
     );
-    // Its schedule replays it too (the walk raises its end checks' failures after dropping the
-    // heap, so the replay needs no step the schedule lacks).
+    // Its printed schedule replays it too (the walk raises its end checks' failures after
+    // dropping the heap, so the replay needs no step the schedule lacks).
     replays::<LifoTcache>(Bug::LostFlush, &found, "bytes allocated");
 }
 
-/// Replays, with `bug` on, the schedule the failure report `found` names, in one execution of
-/// config `C`: it must fail again, with `expected` in its message. Then removes the schedule.
+/// Replays, with `bug` on, the schedule the failure report `found` prints, in one execution of
+/// config `C`: with the line the report prints (`alloclab_verify::shuttle::replay`), and as
+/// `shuttle::replay` would if it took a configuration (shuttle's `Runner` with a
+/// `ReplayScheduler` of the string, on `execution::<C>(walk)` with the walks' `config`). Both
+/// must fail again, with `expected` in the message. Then removes the schedule files.
 fn replays<C: Config>(bug: Bug, found: &str, expected: &str) {
-    let schedule = schedule_file(found);
-    let replayed = failure(bug, || {
-        alloclab_verify::shuttle::replay::<C>(Walk::default(), &schedule)
-    })
-    .unwrap_or_else(|| panic!("the failing schedule of {bug:?} replayed without failing"));
+    use alloclab_verify::shuttle::{config, execution, replay};
+    let schedule = printed_schedule(found);
+    let walk = Walk::default();
+    let line = format!(
+        "alloclab_verify::shuttle::replay::<{}>(alloclab_verify::shuttle::Walk {{ threads: {}, \
+         steps: {}, seed: {:#x} }}, \"{schedule}\");",
+        alloclab_verify::machine::pastable_type_name(core::any::type_name::<C>()),
+        walk.threads,
+        walk.steps,
+        walk.seed
+    );
+    assert!(
+        found.contains(&line),
+        "the report does not print the replay line {line}: {found}"
+    );
+    let replayed = failure(bug, || replay::<C>(walk, &schedule))
+        .unwrap_or_else(|| panic!("the printed {bug:?} schedule replayed without failing"));
     assert!(
         replayed.contains(expected),
         "the replay failed otherwise: {replayed}"
     );
-    remove_schedules(&schedule);
+    let replayed = failure(bug, || {
+        let scheduler = shuttle::scheduler::ReplayScheduler::new_from_encoded(&schedule);
+        shuttle::Runner::new(scheduler, config(None)).run(execution::<C>(walk));
+    })
+    .unwrap_or_else(|| panic!("shuttle's replay of the {bug:?} schedule did not fail"));
+    assert!(
+        replayed.contains(expected),
+        "shuttle's replay failed otherwise: {replayed}"
+    );
+    remove_schedules();
 }
 
-/// Removes the directory a caught failure left its schedule in.
-fn remove_schedules(schedule: &str) {
-    if let Some(dir) = std::path::Path::new(schedule).parent() {
-        let _ = std::fs::remove_dir_all(dir);
-    }
+/// Removes the directory this process's failing schedules went to.
+fn remove_schedules() {
+    let dir = std::env::temp_dir()
+        .join("alloclab-shuttle")
+        .join(std::process::id().to_string());
+    let _ = std::fs::remove_dir_all(dir);
 }

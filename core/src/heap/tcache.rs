@@ -12,10 +12,12 @@
 //!   `Options::tcache_max_bytes`) bytes in one heap. Each class has a capacity, in regions:
 //!   it starts at an equal share of a quarter of the bound (at most `BASE_COUNT` regions; a
 //!   class whose regions do not fit goes to the arena directly), and fills and flushes move
-//!   half of that starting capacity (its batch). A class whose stack overflows doubles its
-//!   capacity instead of flushing, up to `MAX_COUNT` regions and half the bound, as long as
-//!   the capacities of all classes, in bytes, stay within the bound (tcmalloc's free lists
-//!   grow the same way). So a program that frees thousands of regions of one class and then
+//!   half of the class's capacity at the time (at least its starting batch, half the starting
+//!   capacity; at most `MAX_BATCH`). A class whose stack overflows doubles its capacity
+//!   instead of flushing, up to `MAX_COUNT` regions and half the bound, as long as the
+//!   capacities of all classes, in bytes, stay within the bound (tcmalloc's free lists grow
+//!   the same way); so does a class whose stack runs empty with no free of it since its last
+//!   fill (a thread that allocates what another frees), so that its fills grow too. So a program that frees thousands of regions of one class and then
 //!   allocates them again (a tree built and dropped, again and again) stops passing them
 //!   through the arena, while a cache of many classes stays within its share. Capacities
 //!   only grow while a thread lives; a spare cache starts again from the starting ones.
@@ -87,6 +89,10 @@ struct CacheBin {
 /// One thread's cache in one heap.
 pub(crate) struct ThreadCache {
     bins: [CacheBin; NBINS],
+    /// Per class, its `absorbed` count at its last fill: a class that absorbed no free since
+    /// then is one this thread only allocates (another thread frees it), whose fills grow.
+    /// Apart from `bins`, so that a `CacheBin` stays five words (the fast paths index it).
+    absorbed_at_fill: [Cell<u64>; NBINS],
     /// Sum over the classes of capacity times region size: never above the bound.
     cap_bytes: Cell<usize>,
     /// `thread::thread_key()` of the thread it belongs to.
@@ -285,6 +291,13 @@ impl ThreadCache {
         true
     }
 
+    /// Regions the next fill or flush of class `idx` moves: half the class's capacity now,
+    /// from its starting batch up to `MAX_BATCH`. A class that grew (its thread frees more of
+    /// it than it allocates, or the other way round) moves more at a time, under one lock.
+    fn moves(&self, pool: &CachePool, idx: usize) -> usize {
+        (self.bins[idx].cap.load(Relaxed) / 2).clamp(pool.batch(idx), MAX_BATCH)
+    }
+
     /// Every class back to its starting capacity (the cache is empty).
     fn reset_caps(&self, pool: &CachePool) {
         for (i, b) in self.bins.iter().enumerate() {
@@ -342,6 +355,7 @@ impl<C: Config> Heap<C> {
                         flushed: AtomicU64::new(0),
                         cap: AtomicUsize::new(0),
                     }),
+                    absorbed_at_fill: core::array::from_fn(|_| Cell::new(0)),
                     cap_bytes: Cell::new(0),
                     owner: Cell::new(0),
                     next: Cell::new(ptr::null_mut()),
@@ -430,7 +444,8 @@ impl<C: Config> Heap<C> {
         // run does not change while one of its regions is taken. (Header pages have entries
         // too, of kind `META`, which the kind check refuses.)
         let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
-        let idx = e.bin();
+        // Unmasked: `idx < NBINS` below refuses a bin field with bits set above it as well.
+        let idx = e.bin_unmasked();
         let light = match check {
             Some(c) => {
                 debug_assert!(c == TcacheCheck::Full || s.caches.light);
@@ -540,15 +555,47 @@ impl<C: Config> Heap<C> {
             return None;
         }
         let n = (bin(old).size as usize).min(size).min(copy_limit);
+        if n > SHORT_COPY {
+            // Out of line and last: the call to `memcpy` (and the registers it makes this
+            // path save) stays off the moves of short blocks, the common ones.
+            // SAFETY: as below.
+            return Some(unsafe { Self::move_long(&s.caches, c, old, addr, p, n) });
+        }
         // SAFETY: two distinct regions of at least `n` bytes, the new one ours, the old one
         // taken (checked above) and per the contract no longer used; it is pushed after the
         // copy, on a class with room.
         unsafe {
-            copy_region(addr, p, n);
+            copy_short(addr, p, n);
             c.push(&s.caches, old, addr);
         }
         b.absorbed.store(b.absorbed.load(Relaxed) + 1, Relaxed);
         Some(p as *mut u8)
+    }
+
+    /// The end of `realloc_in_cache` for a block of more than `SHORT_COPY` bytes: copies `n`
+    /// bytes from `addr` to `p` and pushes `addr` on class `old`; returns `p`.
+    ///
+    /// # Safety
+    /// As at its call: `p` and `addr` are distinct small regions of at least `n` bytes, `p`
+    /// popped from the calling thread's cache `c`, `addr` taken, of class `old`, no longer
+    /// used, and the class has room.
+    #[inline(never)]
+    unsafe fn move_long(
+        pool: &CachePool,
+        c: &ThreadCache,
+        old: usize,
+        addr: usize,
+        p: usize,
+        n: usize,
+    ) -> *mut u8 {
+        // SAFETY: per the contract.
+        unsafe {
+            ptr::copy_nonoverlapping(addr as *const u8, p as *mut u8, n);
+            c.push(pool, old, addr);
+        }
+        let b = &c.bins[old];
+        b.absorbed.store(b.absorbed.load(Relaxed) + 1, Relaxed);
+        p as *mut u8
     }
 
     /// Pushes `addr`, a taken region of class `idx` that its caller just validated (and
@@ -615,7 +662,7 @@ impl<C: Config> Heap<C> {
         let Some(a) = self.choose_arena(s, size) else {
             return 0;
         };
-        let n = s.caches.batch(idx);
+        let n = c.moves(&s.caches, idx);
         let mut taken = [0usize; MAX_BATCH];
         let taken = &mut taken[..n];
         let got = a.with(|inner| inner.alloc_small_batch(idx, taken, a, a.index(), &s.map));
@@ -636,6 +683,16 @@ impl<C: Config> Heap<C> {
         }
         b.head.set(head);
         b.count.store(b.count.load(Relaxed) + (got - 1), Relaxed);
+        // A stack that ran empty with no free of its class since its last fill takes more next
+        // time: the class grows as one that overflows does, within the same bounds. So a
+        // thread that only allocates a class, fed by another that frees it, fills in batches
+        // of up to `MAX_BATCH`, not of its starting one; a thread that frees the class too
+        // (its stack refilled by its own frees) keeps its batch.
+        let absorbed = b.absorbed.load(Relaxed);
+        if c.absorbed_at_fill[idx].replace(absorbed) == absorbed {
+            // SAFETY: our own cache.
+            unsafe { c.grow(&s.caches, idx) };
+        }
         taken[0]
     }
 
@@ -685,7 +742,7 @@ impl<C: Config> Heap<C> {
             }
             let b = &c.bins[idx];
             if b.count.load(Relaxed) >= b.cap.load(Relaxed) && !c.grow(&s.caches, idx) {
-                Self::flush(c, idx, s.caches.batch(idx));
+                Self::flush(c, idx, c.moves(&s.caches, idx));
             }
             c.push(&s.caches, idx, addr);
             let absorbed = &c.bins[idx].absorbed;
@@ -956,28 +1013,29 @@ impl<C: Config> Heap<C> {
     }
 }
 
-/// Copies the first `n` bytes of the small region at `from` to the small region at `to`,
-/// inline for a few 16-byte units (most moves between small classes are short; a call to
-/// `memcpy` costs more than the copy), with `memcpy` beyond.
+/// Most bytes `copy_short` copies: two 16-byte units.
+const SHORT_COPY: usize = 32;
+
+/// Copies the first `n` bytes (at most `SHORT_COPY`) of the small region at `from` to the
+/// small region at `to`, inline, in whole 16-byte units (most moves between small classes are
+/// short; a call to `memcpy` costs more than the copy).
 ///
 /// # Safety
 /// Two distinct small regions, each at least `n` bytes long. Small classes are multiples of
 /// 16 bytes, so both hold `n` rounded up to 16 (the bytes past `n` may be uninitialized: they
 /// are copied as `MaybeUninit`).
 #[inline(always)]
-unsafe fn copy_region(from: usize, to: usize, n: usize) {
+unsafe fn copy_short(from: usize, to: usize, n: usize) {
+    debug_assert!(n <= SHORT_COPY);
     type Unit = core::mem::MaybeUninit<[u64; 2]>;
     let (src, dst) = (from as *const Unit, to as *mut Unit);
     // SAFETY: per the contract, both regions hold every unit copied.
     unsafe {
-        match n.div_ceil(16) {
-            0 => {}
-            1 => dst.write(src.read()),
-            2 => {
-                dst.write(src.read());
-                dst.add(1).write(src.add(1).read());
-            }
-            _ => ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, n),
+        if n > 0 {
+            dst.write(src.read());
+        }
+        if n > 16 {
+            dst.add(1).write(src.add(1).read());
         }
     }
 }

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# The mutation campaign over core, policies and verify (VERIFY.md, "Mutation testing"): a
+# seeded random sample of cargo-mutants' mutants, run in shards (one per machine, or one after
+# the other), then a summary with the score and its 95% interval. Not a CI step: each mutant
+# is a rebuild and a test run (one to three minutes on two busy cores).
+#
+#   scripts/mutants-campaign.sh list                 # the sample (no build): OUT/sample.txt
+#   scripts/mutants-campaign.sh run 0/10             # shard 0 of 10 of the sample (k = 0..9)
+#   scripts/mutants-campaign.sh summarize            # every shard under OUT so far
+#   scripts/mutants-campaign.sh summarize DIR...     # these shards' output directories
+#
+# Every shard must be run with the same MUTANTS_SEED, MUTANTS_SAMPLE and tree (the same commit):
+# each machine draws the sample itself, and the shards split it by cargo-mutants' round-robin
+# sharding, so they agree on who runs what without talking to each other. Copy OUT/shard-*/
+# from the machines into one OUT and summarize there.
+#
+# Settings (environment):
+#   MUTANTS_SEED     seeds the shuffle that draws the sample (default 26)
+#   MUTANTS_SAMPLE   mutants in the sample (default 300: about 10% are unviable, leaving the
+#                    200 viable ones the score needs)
+#   MUTANTS_OUT      where lists and shard outputs go (default /tmp/alloclab-mutants)
+#   MUTANTS_TIMEOUT  seconds per test run of a mutant (default 300; a hang counts as caught)
+#   PROPTEST_CASES   cases per state-machine search in the tests (default 8 here, a third of
+#                    the suite's 24: what keeps a mutant's test run near a minute)
+#
+# The tests per mutant (MUTANTS_TESTS overrides): the unit tests of the three packages and the
+# verification suite's fast integration tests, without the conformance kit's whole run over
+# every built-in policy (90 s alone here) and without the loom and shuttle builds. They are
+# passed with `--cargo-arg`, so cargo-mutants' build phase builds only these targets too.
+# Equivalent mutants excluded by .cargo/mutants.toml are never listed, so never drawn.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seed=${MUTANTS_SEED:-26}
+sample=${MUTANTS_SAMPLE:-300}
+out=${MUTANTS_OUT:-/tmp/alloclab-mutants}
+timeout=${MUTANTS_TIMEOUT:-300}
+export PROPTEST_CASES=${PROPTEST_CASES:-8}
+tests=${MUTANTS_TESTS:-"--lib --test model_based --test regressions --test seeded_policies \
+--test seeded_chunk_policies --test quickcheck_size_classes --test quickcheck_page_map \
+--test quickcheck_bitmap --test large_and_huge --test reuse_order --test run_list \
+--test tcache_check"}
+packages=(--package alloclab-core --package alloclab-policies --package alloclab-verify)
+# Modules built only under --cfg loom, --cfg shuttle or --cfg alloclab_seeded: the campaign's
+# build has none of those, so their mutants would build and pass unseen, whatever the tests.
+unbuilt=(--exclude verify/src/loom.rs --exclude verify/src/shuttle.rs --exclude core/src/seeded.rs)
+
+usage() {
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+    exit 2
+}
+
+# OUT/all.txt: every mutant cargo-mutants generates for the three packages, by name
+# ("file:line:col: replace ..."); OUT/sample.txt: the first MUTANTS_SAMPLE of them after a
+# shuffle seeded with MUTANTS_SEED (the names sorted first, so the draw depends only on the
+# set of mutants and the seed); OUT/sample.re: one anchored, escaped regex per sampled name.
+draw() {
+    mkdir -p "$out"
+    cargo mutants --list "${packages[@]}" "${unbuilt[@]}" >"$out/all.txt"
+    python3 - "$out" "$seed" "$sample" <<'EOF'
+import random, sys
+out, seed, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+names = sorted({l.rstrip("\n") for l in open(f"{out}/all.txt") if l.strip()})
+random.Random(seed).shuffle(names)
+chosen = names[:n]
+# Escape what is special to Rust's regex crate (only these: `\<` and `\>` would be word
+# boundaries to it, so `<` and `>` stay as they are).
+special = set("\\.+*?()|[]{}^$")
+def escape(s):
+    return "".join("\\" + c if c in special else c for c in s)
+with open(f"{out}/sample.txt", "w") as f:
+    f.writelines(c + "\n" for c in chosen)
+with open(f"{out}/sample.re", "w") as f:
+    f.writelines("^" + escape(c) + "$\n" for c in chosen)
+print(f"{len(names)} mutants in core, policies and verify; sample of {len(chosen)} "
+      f"(seed {seed}) in {out}/sample.txt")
+EOF
+}
+
+run_shard() {
+    local shard=$1
+    [[ $shard =~ ^[0-9]+/[0-9]+$ ]] || usage
+    draw
+    local dir="$out/shard-${shard%/*}-of-${shard#*/}"
+    local args=()
+    while IFS= read -r re; do args+=(--examine-re "$re"); done <"$out/sample.re"
+    local cargo_args=()
+    for t in $tests; do cargo_args+=("--cargo-arg=$t"); done
+    echo "shard $shard of the sample: $dir (PROPTEST_CASES=$PROPTEST_CASES)"
+    # The baseline (the unmutated tree) runs first: a selection that fails there would make
+    # every mutant look caught. --copy-target reuses this checkout's build.
+    set -x
+    nice -n 10 cargo mutants "${packages[@]}" "${unbuilt[@]}" --test-package alloclab-core \
+        --test-package alloclab-policies --test-package alloclab-verify \
+        "${args[@]}" --shard "$shard" --sharding round-robin --copy-target true \
+        --timeout "$timeout" --build-timeout 900 --output "$dir" "${cargo_args[@]}" || true
+    { set +x; } 2>/dev/null
+    summarize "$dir"
+}
+
+# The score over the shard directories given (default: every OUT/shard-*): caught and
+# timeouts (a hang counts as caught) over viable mutants (unviable ones, which do not build,
+# are left out), with the Wilson 95% interval, and every survivor.
+summarize() {
+    local dirs=("$@")
+    if [ ${#dirs[@]} -eq 0 ]; then
+        for d in "$out"/shard-*; do
+            if [ -d "$d" ]; then dirs+=("$d"); fi
+        done
+    fi
+    python3 - "$out/sample.txt" "${dirs[@]}" <<'EOF'
+import math, os, sys
+# cargo-mutants' --examine-re also selects some mutants beside a sampled one (a struct
+# expression's other field deletions): those are counted apart, outside the score.
+sample = None
+if os.path.exists(sys.argv[1]):
+    sample = {l.rstrip("\n") for l in open(sys.argv[1]) if l.strip()}
+counts = {}
+survivors = []
+outside = []
+for d in sys.argv[2:]:
+    m = os.path.join(d, "mutants.out")
+    for kind in ("caught", "missed", "timeout", "unviable"):
+        p = os.path.join(m, f"{kind}.txt")
+        lines = [l.rstrip("\n") for l in open(p)] if os.path.exists(p) else []
+        lines = [l for l in lines if l]
+        outside += [f"{l} ({kind})" for l in lines if sample is not None and l not in sample]
+        lines = [l for l in lines if sample is None or l in sample]
+        counts[kind] = counts.get(kind, 0) + len(lines)
+        if kind == "missed":
+            survivors += lines
+caught, missed = counts.get("caught", 0), counts.get("missed", 0)
+timeout, unviable = counts.get("timeout", 0), counts.get("unviable", 0)
+killed = caught + timeout
+viable = killed + missed
+print(f"shards: {' '.join(sys.argv[2:])}")
+print(f"tested: {viable + unviable} (caught {caught}, timeout {timeout}, missed {missed}, "
+      f"unviable {unviable})")
+if viable == 0:
+    print("score: no viable mutant tested yet")
+    sys.exit(0)
+# Wilson score interval for a binomial proportion, 95% (z = 1.96).
+z = 1.959964
+p = killed / viable
+centre = (p + z * z / (2 * viable)) / (1 + z * z / viable)
+half = z * math.sqrt(p * (1 - p) / viable + z * z / (4 * viable * viable)) / (1 + z * z / viable)
+print(f"score: {killed}/{viable} viable = {100 * p:.1f}% "
+      f"(95% Wilson interval {100 * (centre - half):.1f}% to {100 * (centre + half):.1f}%)")
+if viable < 200:
+    print(f"note: {viable} viable mutants, fewer than the 200 the campaign aims for")
+print(f"survivors ({len(survivors)}):")
+for s in sorted(survivors):
+    print(f"  {s}")
+if outside:
+    print(f"tested outside the sample, not in the score ({len(outside)}):")
+    for s in sorted(outside):
+        print(f"  {s}")
+EOF
+}
+
+case "${1:-}" in
+list) draw ;;
+run) run_shard "${2:-0/1}" ;;
+summarize)
+    shift
+    summarize "$@"
+    ;;
+*) usage ;;
+esac
