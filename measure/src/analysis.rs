@@ -316,20 +316,16 @@ fn ordered<'a>(preferred: &'a [String], seen: impl Iterator<Item = &'a str>) -> 
 
 /// A seed per interval, independent of the order cells are analysed in (FNV-1a).
 fn derive_seed(seed: u64, parts: &[&str], threads: usize) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h ^= 0xff;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    };
+    let mut h = super::fnv::Fnv1a::seeded(seed);
+    // Each part ends with a byte no UTF-8 text holds, so that ("ab", "c") and ("a", "bc")
+    // differ.
     for p in parts {
-        eat(p.as_bytes());
+        h.write(p.as_bytes());
+        h.write(&[0xff]);
     }
-    eat(&threads.to_le_bytes());
-    h
+    h.write(&threads.to_le_bytes());
+    h.write(&[0xff]);
+    h.finish()
 }
 
 /// [`analyze`] with chosen options.

@@ -2,6 +2,7 @@
 //! field by field so that a refusal (by `merge`, or by `compare --resume`) can name what
 //! differs; and the seed that the shards of one plan share when none is given.
 
+use super::fnv::Fnv1a;
 use super::schema::{Environment, Plan};
 
 /// The fields of a plan, each rendered as text. Rendering is what both the comparison and the
@@ -132,26 +133,6 @@ pub fn derived_seed(plan: &Plan) -> u64 {
         }
     }
     hash.finish()
-}
-
-/// 64-bit FNV-1a (Fowler, Noll and Vo).
-struct Fnv1a(u64);
-
-impl Fnv1a {
-    fn new() -> Fnv1a {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 #[cfg(test)]

@@ -107,23 +107,17 @@ fn parse_loadavg(text: &str) -> Option<LoadAverage> {
     })
 }
 
-/// 64-bit FNV-1a of everything `reader` yields: not a cryptographic hash, but enough to tell
-/// two builds or two libraries apart, and no dependency.
+/// 64-bit FNV-1a ([`super::fnv`]) of everything `reader` yields: enough to tell two builds or
+/// two libraries apart, and no dependency.
 fn fnv1a64(mut reader: impl Read) -> std::io::Result<u64> {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut hash = OFFSET;
+    let mut hash = super::fnv::Fnv1a::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) => return Ok(hash),
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+        match reader.read(&mut buf) {
+            Ok(0) => return Ok(hash.finish()),
+            Ok(n) => hash.write(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
-        };
-        for &b in &buf[..n] {
-            hash ^= u64::from(b);
-            hash = hash.wrapping_mul(PRIME);
         }
     }
 }

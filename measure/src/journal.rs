@@ -10,7 +10,7 @@
 //! leave a torn tail after the last newline, which reading drops. A complete line that is not a
 //! record is damage rather than a torn write: reading refuses the file and leaves it untouched.
 
-use super::durable::sync_parent;
+use super::durable::{self, sync_parent};
 use super::schema::{Environment, Measurement, Plan, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
@@ -143,26 +143,17 @@ impl Journal {
         carried: Vec<Measurement>,
     ) -> Result<Journal, String> {
         let io = |e: std::io::Error| format!("{}: {e}", path.display());
-        let aside = path.with_extension("jsonl.new");
         let mut text = line(&header)?;
         for m in &carried {
             text.push_str(&line(m)?);
         }
-        let mut file = File::create(&aside).map_err(io)?;
-        file.write_all(text.as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(io)?;
-        drop(file);
-        let linked = std::fs::hard_link(&aside, path);
-        let _ = std::fs::remove_file(&aside);
-        match linked {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(format!("{}: a journal is already there", path.display()))
+        durable::create_new(path, text.as_bytes()).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                format!("{}: a journal is already there", path.display())
+            } else {
+                io(e)
             }
-            Err(e) => return Err(io(e)),
-        }
-        sync_parent(path).map_err(io)?;
+        })?;
         let file = OpenOptions::new().append(true).open(path).map_err(io)?;
         Ok(Journal {
             file,

@@ -29,6 +29,7 @@ pub mod campaign;
 pub mod child;
 pub mod durable;
 pub mod env;
+pub mod fnv;
 pub mod journal;
 pub mod merge;
 pub mod peers;
