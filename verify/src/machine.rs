@@ -182,13 +182,7 @@ fn run_case_unguarded<C: Config, M: ReuseModel>(
 ) -> Result<(), Finding> {
     #[cfg(not(loom))]
     {
-        let count = || {
-            reached.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
-            if let Some(seen) = seen {
-                seen.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
-            }
-        };
-        Harness::<C, M>::new().run_covered(ops, count, coverage)
+        Harness::<C, M>::new().run_covered(ops, || count_op(reached, seen), coverage)
     }
     #[cfg(loom)]
     {
@@ -197,19 +191,25 @@ fn run_case_unguarded<C: Config, M: ReuseModel>(
         let reached = reached.clone();
         let (result, covered) = crate::loom::sequential(move || {
             let mut covered = Coverage::default();
-            let count = || {
-                reached.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
-                if let Some(seen) = &seen {
-                    seen.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
-                }
-            };
             let r = Harness::<C, M>::new()
                 .check_every(LOOM_CHECK_EVERY)
-                .run_covered(&ops, count, &mut covered);
+                .run_covered(&ops, || count_op(&reached, seen.as_ref()), &mut covered);
             (r, covered)
         });
         coverage.add(&covered);
         result
+    }
+}
+
+/// One operation reached: counted for the panic's finding (`reached`) and, if asked, for the
+/// shrinker (`seen`).
+fn count_op(
+    reached: &std::sync::Arc<core::sync::atomic::AtomicUsize>,
+    seen: Option<&std::sync::Arc<core::sync::atomic::AtomicUsize>>,
+) {
+    reached.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+    if let Some(seen) = seen {
+        seen.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
     }
 }
 
