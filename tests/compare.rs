@@ -671,3 +671,143 @@ fn progress_off_a_terminal_is_one_line_per_measurement() {
     assert!(!err.lines().any(|l| l.contains("/6 round")), "{err}");
     let _ = std::fs::remove_dir_all(&quiet);
 }
+
+/// liballoclab_probe.so of this test binary's profile, built now (`cargo test` does not build
+/// another package's cdylib for an integration test).
+fn probe_so() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    let profile = profile_dir
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "alloclab-probe-so",
+        "--target-dir",
+    ])
+    .arg(profile_dir.parent().unwrap());
+    if profile != "debug" {
+        cmd.args([
+            "--profile",
+            if profile == "release" {
+                "release"
+            } else {
+                &profile
+            },
+        ]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    profile_dir.join("liballoclab_probe.so")
+}
+
+#[test]
+fn the_probe_times_in_process_subjects_and_programs_alike() {
+    let out = scratch("probe");
+    let o = out.to_str().unwrap();
+    ok(&[
+        "compare",
+        "--out",
+        o,
+        "--metrics",
+        "alloc_ns_per_thread,lat_p99_ns",
+        "--subjects",
+        "lifo,system",
+        "--workloads",
+        "thread-arena",
+        "--threads",
+        "2",
+        "--reps",
+        "2",
+        "--scale",
+        "0.02",
+        "--seed",
+        "5",
+        "--no-progress",
+    ]);
+    let results = Results::read(&out.join("results.json")).unwrap();
+    assert_eq!(results.plan.metrics, ["alloc_ns_per_thread", "lat_p99_ns"]);
+    assert_eq!(results.measurements.len(), 6);
+    for m in &results.measurements {
+        let p = m.metrics.probe.as_ref().expect("probe figures");
+        assert_eq!(p.how, "in-process");
+        // Every call the workload made went through the probe, on its two worker threads.
+        assert_eq!(p.alloc_calls, m.metrics.ops, "{}", m.subject);
+        assert_eq!(p.thread_ns.len(), 2, "{p:?}");
+        assert!(p.alloc_ns_per_thread > 0.0 && p.alloc_ns_per_thread <= p.alloc_ns_per_thread_max);
+        assert!(p.latency.p50 <= p.latency.p99 && p.latency.p99 <= p.latency.max);
+        assert!(p.subtracted && p.overhead_ns > 0.0);
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| alloc_ns_per_thread | lifo | 2 |"), "{md}");
+    assert!(md.contains("was subtracted from every figure"), "{md}");
+    let _ = std::fs::remove_dir_all(&out);
+
+    // A program under LD_PRELOAD: liballoclab_probe.so in front of the subject.
+    let r = Command::new(env!("CARGO_BIN_EXE_alloclab"))
+        .args([
+            "compare",
+            "--programs",
+            "--workloads",
+            "startup",
+            "--subjects",
+            "system",
+            "--metrics",
+            "alloc_calls,lat_max_ns",
+            "--reps",
+            "1",
+            "--seed",
+            "3",
+            "--out",
+            o,
+            "--no-progress",
+        ])
+        .env("ALLOCLAB_PROBE_SO", probe_so())
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let results = Results::read(&out.join("results.json")).unwrap();
+    for m in &results.measurements {
+        let p = m.metrics.probe.as_ref().expect("probe figures");
+        assert_eq!(p.how, "preload");
+        // 100 processes of the start-up program, each with at least its malloc(64).
+        assert!(p.processes >= 100 && p.alloc_calls >= 100, "{p:?}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+
+    for (args, says) in [
+        (
+            &["--metrics", "lat_p42_ns"][..],
+            "unknown metric `lat_p42_ns`",
+        ),
+        (
+            &["--metrics", "lat_p99_ns", "--instructions"][..],
+            "cannot share a run",
+        ),
+    ] {
+        let mut all = vec![
+            "compare",
+            "--out",
+            o,
+            "--subjects",
+            "system",
+            "--workloads",
+            "churn",
+        ];
+        all.extend_from_slice(args);
+        let r = alloclab(&all);
+        assert!(!r.status.success());
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(err.contains(says), "{err}");
+    }
+}

@@ -155,6 +155,11 @@ macro_rules! heap {
         |m: &Metrics| m.heap.as_ref().map(|h| h.$field as f64)
     };
 }
+macro_rules! probe {
+    ($($field:ident).+) => {
+        |m: &Metrics| m.probe.as_ref().map(|p| p.$($field).+ as f64)
+    };
+}
 macro_rules! instr {
     ($field:ident) => {
         |m: &Metrics| m.instructions.as_ref().map(|i| i.$field)
@@ -169,6 +174,7 @@ impl MetricDef {
         match self.name {
             "ops_per_sec" => Some(true),
             "heap.picks" | "heap.new_runs" | "heap.runs_released" | "heap.purges" => None,
+            "alloc_calls" => None,
             _ => Some(false),
         }
     }
@@ -259,6 +265,56 @@ pub const METRICS: &[MetricDef] = &[
         get: heap!(purges),
     },
     MetricDef {
+        name: "alloc_ns_per_thread",
+        unit: "ns",
+        get: probe!(alloc_ns_per_thread),
+    },
+    MetricDef {
+        name: "alloc_ns_per_thread_max",
+        unit: "ns",
+        get: probe!(alloc_ns_per_thread_max),
+    },
+    MetricDef {
+        name: "alloc_ns_per_op",
+        unit: "ns",
+        get: probe!(alloc_ns_per_op),
+    },
+    MetricDef {
+        name: "alloc_calls",
+        unit: "count",
+        get: probe!(alloc_calls),
+    },
+    MetricDef {
+        name: "lat_p50_ns",
+        unit: "ns",
+        get: probe!(latency.p50),
+    },
+    MetricDef {
+        name: "lat_p90_ns",
+        unit: "ns",
+        get: probe!(latency.p90),
+    },
+    MetricDef {
+        name: "lat_p99_ns",
+        unit: "ns",
+        get: probe!(latency.p99),
+    },
+    MetricDef {
+        name: "lat_p999_ns",
+        unit: "ns",
+        get: probe!(latency.p999),
+    },
+    MetricDef {
+        name: "lat_p9999_ns",
+        unit: "ns",
+        get: probe!(latency.p9999),
+    },
+    MetricDef {
+        name: "lat_max_ns",
+        unit: "ns",
+        get: probe!(latency.max),
+    },
+    MetricDef {
         name: "instructions.instructions",
         unit: "per op",
         get: instr!(instructions),
@@ -284,6 +340,12 @@ pub const METRICS: &[MetricDef] = &[
         get: instr!(ll_misses),
     },
 ];
+
+/// Whether `name` is one of the probe's metrics (time inside the allocator): asking for one
+/// puts the probe in front of every subject.
+pub fn is_probe_metric(name: &str) -> bool {
+    name.starts_with("alloc_") || name.starts_with("lat_")
+}
 
 /// The definition of the metric called `name`.
 pub fn metric(name: &str) -> Option<&'static MetricDef> {
@@ -357,7 +419,10 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
                 .iter()
                 .filter(|m| m.workload == *workload && m.threads == t)
                 .collect();
-            for def in METRICS {
+            let chosen = METRICS.iter().filter(|d| {
+                results.plan.metrics.is_empty() || results.plan.metrics.iter().any(|m| m == d.name)
+            });
+            for def in chosen {
                 let values = |subject: &str| -> Vec<f64> {
                     cell.iter()
                         .filter(|m| m.subject == subject)

@@ -22,6 +22,7 @@ pub fn plan_fields(plan: &Plan) -> Vec<(&'static str, String)> {
         instructions,
         shards,
         heap_confs,
+        metrics,
     } = plan;
     vec![
         ("subjects", list(subjects)),
@@ -36,6 +37,7 @@ pub fn plan_fields(plan: &Plan) -> Vec<(&'static str, String)> {
         ("instructions", instructions.to_string()),
         ("heap confs", list(heap_confs)),
         ("shards", list(shards)),
+        ("metrics", list(metrics)),
     ]
 }
 
@@ -125,7 +127,9 @@ fn and_list(names: &[&str]) -> String {
 pub fn derived_seed(plan: &Plan) -> u64 {
     let mut hash = Fnv1a::new();
     for (field, value) in plan_fields(plan) {
-        if field != "seed" && field != "shards" {
+        // No `--metrics` hashes as before the option existed, so that a plan's seed stays.
+        let unset_metrics = field == "metrics" && value == "[]";
+        if field != "seed" && field != "shards" && !unset_metrics {
             hash.write(field.as_bytes());
             hash.write(b"=");
             hash.write(value.as_bytes());

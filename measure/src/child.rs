@@ -53,6 +53,9 @@ pub struct ChildArgs {
     /// The `--heap-conf` subjects' definitions (repeatable): the subject may be one of them.
     #[arg(long)]
     pub heap_conf: Vec<String>,
+    /// Time every call of the subject per thread (the probe's metrics).
+    #[arg(long)]
+    pub probe: bool,
 }
 
 /// What a child prints: one JSON line.
@@ -101,7 +104,12 @@ pub fn run_child(
         scale: args.scale,
         seed: args.seed,
     };
-    let subject = (entry.make)();
+    let subject = if args.probe {
+        alloclab_probe::clock::init();
+        Box::new(super::timed::Timed((entry.make)()))
+    } else {
+        (entry.make)()
+    };
     let mut first: Option<Metrics> = None;
     let mut walls = Vec::with_capacity(args.iterations.max(1));
     for _ in 0..args.iterations.max(1) {
@@ -136,8 +144,17 @@ pub fn run_child(
                 max_rss_process: None,
                 heap,
                 instructions: None,
+                probe: args
+                    .probe
+                    .then(|| {
+                        let s = alloclab_probe::Summary::of_this_process();
+                        super::schema::ProbeMetrics::of(&s, "in-process")
+                    })
+                    .flatten(),
             });
         }
+        // A pilot's later iterations are timed afresh, never on top of the first.
+        alloclab_probe::record::clear_all();
     }
     subject.check().map_err(|e| {
         format!(
@@ -195,6 +212,9 @@ impl Spawn {
         ];
         for conf in &self.args.heap_conf {
             argv.extend(["--heap-conf".to_string(), conf.clone()]);
+        }
+        if self.args.probe {
+            argv.push("--probe".into());
         }
         let mut cmd = match &self.callgrind_dir {
             Some(dir) => {

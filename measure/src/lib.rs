@@ -20,7 +20,8 @@
 //!   seed shards share;
 //! - `report`: `report.md`, `results.csv`, SVG charts and LaTeX tables from `results.json`;
 //! - `merge`: shards of one grid combined into the unsharded result;
-//! - `durable`: files replaced whole by rename, directory entries synced.
+//! - `durable`: files replaced whole by rename, directory entries synced;
+//! - `timed`: the probe in process (time inside the allocator per thread, `alloclab-probe`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -45,6 +46,7 @@ pub mod stats;
 pub mod subjects;
 #[cfg(test)]
 mod test_fixture;
+pub mod timed;
 pub mod workloads;
 
 /// Every subject this build knows: the alloclab named configs, then the peers. (Here rather

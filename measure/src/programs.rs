@@ -35,6 +35,9 @@ pub struct ProgramOptions {
     pub progress: bool,
     /// Programs to keep, by name (`python3` or `program:python3`; default: every one found).
     pub workloads: Option<Vec<String>>,
+    /// The metrics asked for (`--metrics`); a probe metric preloads liballoclab_probe.so in
+    /// front of every subject.
+    pub metrics: Vec<String>,
 }
 
 /// One allocator for a program: a library to preload (none for glibc) and its environment.
@@ -238,6 +241,85 @@ pub fn liballoclab() -> Option<PathBuf> {
     .find(|p| p.exists())
 }
 
+/// How to get liballoclab_probe.so, for the errors of whatever needs it.
+pub const PROBE_HINT: &str =
+    "build it with `cargo build --release -p alloclab-probe-so`, or name it with ALLOCLAB_PROBE_SO";
+
+/// liballoclab_probe.so: named by `ALLOCLAB_PROBE_SO`, or next to the running binary (the
+/// same profile's build, or the release one).
+pub fn probe_library() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("ALLOCLAB_PROBE_SO") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        dir.join("liballoclab_probe.so"),
+        dir.join("../liballoclab_probe.so"),
+        dir.join("../release/liballoclab_probe.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+}
+
+/// `program` under `preload` with liballoclab_probe.so in front of it: the run's figures
+/// plus the probe's, read from the files its processes wrote.
+fn run_probed(
+    program: &Program,
+    preload: &Preload,
+    env_pad: usize,
+    probe: &Path,
+) -> Result<Ran, String> {
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "alloclab-probe-{}-{}",
+        std::process::id(),
+        RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // LD_PRELOAD takes a space-separated list: the probe first, so that its entry points are
+    // the ones the program binds to and the subject's are "next".
+    let library = match &preload.library {
+        Some(lib) => format!("{} {}", probe.display(), lib.display()),
+        None => probe.display().to_string(),
+    };
+    let mut with_probe = preload.clone();
+    with_probe.library = Some(PathBuf::from(library));
+    with_probe
+        .env
+        .push(("ALLOCLAB_PROBE_DIR".into(), dir.display().to_string()));
+    let ran = run_one(program, &with_probe, env_pad).and_then(|mut r| {
+        let s = read_probe_dir(&dir)?;
+        r.metrics.probe = super::schema::ProbeMetrics::of(&s, "preload");
+        if r.metrics.probe.is_none() {
+            return Err(format!(
+                "liballoclab_probe.so recorded no call in {}",
+                dir.display()
+            ));
+        }
+        Ok(r)
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    ran
+}
+
+/// Every `probe-*.txt` in `dir`, read and summed.
+pub fn read_probe_dir(dir: &Path) -> Result<alloclab_probe::Summary, String> {
+    let mut dumps = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for e in entries {
+        let path = e.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        dumps.push(
+            alloclab_probe::dump::Dump::parse(&text)
+                .map_err(|e| format!("{}: {e}", path.display()))?,
+        );
+    }
+    dumps.sort_by_key(|d| d.pid);
+    Ok(alloclab_probe::Summary::from_dumps(&dumps))
+}
+
 /// glibc (no preload), then each of Debian's allocators that is installed.
 pub fn peer_preloads() -> Vec<Preload> {
     let mut out = vec![Preload {
@@ -347,6 +429,7 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
             max_rss_process: Some(rss),
             heap: None,
             instructions: None,
+            probe: None,
         },
     })
 }
@@ -412,6 +495,7 @@ fn run_batch(
             max_rss_process: None,
             heap: None,
             instructions: None,
+            probe: None,
         },
     })
 }
@@ -727,6 +811,18 @@ pub fn run_with(
     if programs.is_empty() {
         return Err("no programs to run".into());
     }
+    let wants_probe = opts
+        .metrics
+        .iter()
+        .any(|m| super::analysis::is_probe_metric(m));
+    let probe =
+        if wants_probe {
+            Some(probe_library().ok_or_else(|| {
+                format!("the probe metrics need liballoclab_probe.so: {PROBE_HINT}")
+            })?)
+        } else {
+            None
+        };
     // Read before the first program runs: the load before the run is part of it.
     let mut environment = super::env::capture(std::env::args().collect(), vec![]);
     // The reference output of each program: its glibc run.
@@ -751,7 +847,11 @@ pub fn run_with(
             "round {}: {} under {}",
             slot.round, program.name, preload.name
         ));
-        let outcome = run_one(program, preload, slot.env_pad).and_then(|r| {
+        let outcome = match &probe {
+            Some(so) => run_probed(program, preload, slot.env_pad, so),
+            None => run_one(program, preload, slot.env_pad),
+        }
+        .and_then(|r| {
             if r.stdout == expected[pi] {
                 Ok(r)
             } else {
@@ -810,6 +910,7 @@ pub fn run_with(
             instructions: false,
             shards: vec![],
             heap_confs: Vec::new(),
+            metrics: opts.metrics.clone(),
         },
         measurements,
         failures,

@@ -196,6 +196,13 @@ pub fn validate(
             ));
         }
     }
+    if opts.plan.instructions && opts.plan.probe() {
+        return Err(
+            "--instructions and the probe's metrics cannot share a run: callgrind would count \
+             the probe's timing inside the allocator's calls (run them as two compares)"
+                .into(),
+        );
+    }
     if opts.plan.subjects.is_empty() || opts.plan.workloads.is_empty() {
         return Err("nothing to measure: no subjects or no workloads".into());
     }
@@ -292,6 +299,7 @@ pub fn run(
                 seed: opts.plan.seed,
                 iterations: opts.iterations,
                 heap_conf: opts.plan.heap_confs.clone(),
+                probe: opts.plan.probe(),
             },
             env_pad: slot.env_pad,
             callgrind_dir: callgrind_dir.clone(),

@@ -138,6 +138,19 @@ pub struct Plan {
     /// The `--heap-conf` subjects' definitions (`NAME=config:BASE,key:value,...`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub heap_confs: Vec<String>,
+    /// The metrics asked for with `--metrics` (empty: every metric measured); one of the
+    /// probe's (`alloc_*`, `lat_*`) puts the probe in front of every subject.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<String>,
+}
+
+impl Plan {
+    /// Whether the measurements time the allocator's calls (`ProbeMetrics`).
+    pub fn probe(&self) -> bool {
+        self.metrics
+            .iter()
+            .any(|m| crate::analysis::is_probe_metric(m))
+    }
 }
 
 /// One process invocation measuring one subject on one workload.
@@ -192,6 +205,125 @@ pub struct Metrics {
     /// Callgrind counts per operation (`--instructions` only).
     #[serde(default)]
     pub instructions: Option<InstructionMetrics>,
+    /// Time inside the allocator, from the probe (probe metrics asked for only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeMetrics>,
+}
+
+/// Percentiles of call latency (ns, the probe's cost subtracted).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ladder {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// 99.99th percentile.
+    pub p9999: f64,
+    /// The longest call.
+    pub max: f64,
+}
+
+impl Ladder {
+    /// The ladder of calls of `kind` (every call for `None`); `None` without timed calls.
+    pub fn of(s: &alloclab_probe::Summary, kind: Option<alloclab_probe::Kind>) -> Option<Ladder> {
+        let p = |q| s.percentile(kind, q);
+        Some(Ladder {
+            p50: p(0.5)?,
+            p90: p(0.9)?,
+            p99: p(0.99)?,
+            p999: p(0.999)?,
+            p9999: p(0.9999)?,
+            max: s.max_ns(kind)?,
+        })
+    }
+}
+
+/// One kind of call's figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KindLadder {
+    /// `malloc`, `calloc`, `realloc`, `aligned`, `free` or `usable_size`.
+    pub kind: String,
+    /// Calls made.
+    pub calls: u64,
+    /// Nanoseconds inside them.
+    pub ns: f64,
+    /// Their latencies.
+    pub latency: Ladder,
+}
+
+/// Time inside the allocator, as the probe measured it: around each call, per thread, with
+/// its own cost per call (`overhead_ns`, an empty pair of time stamps) subtracted from every
+/// figure.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeMetrics {
+    /// `in-process` (the child timed its subject's calls) or `preload` (liballoclab_probe.so
+    /// in front of the program's allocator).
+    pub how: String,
+    /// The clock (`tsc` or `monotonic`).
+    pub clock: String,
+    /// The probe's own cost per timed call (ns).
+    pub overhead_ns: f64,
+    /// Whether `overhead_ns` was subtracted from the figures (always, so far).
+    pub subtracted: bool,
+    /// One call in how many was timed (the totals are scaled up by it).
+    pub every: u64,
+    /// Processes that reported (a program may start several).
+    pub processes: usize,
+    /// Allocator calls made.
+    pub alloc_calls: u64,
+    /// Nanoseconds inside the allocator, over all threads.
+    pub alloc_ns: f64,
+    /// `alloc_ns / alloc_calls`.
+    pub alloc_ns_per_op: f64,
+    /// The median over threads that made calls of their nanoseconds inside the allocator.
+    pub alloc_ns_per_thread: f64,
+    /// The largest of them.
+    pub alloc_ns_per_thread_max: f64,
+    /// Each thread's nanoseconds inside the allocator, in the order threads first called.
+    pub thread_ns: Vec<f64>,
+    /// Latencies of every call.
+    pub latency: Ladder,
+    /// Per kind of call that was made.
+    pub kinds: Vec<KindLadder>,
+}
+
+impl ProbeMetrics {
+    /// The figures of a probe summary; `None` when it holds no call.
+    pub fn of(s: &alloclab_probe::Summary, how: &str) -> Option<ProbeMetrics> {
+        if s.calls() == 0 {
+            return None;
+        }
+        Some(ProbeMetrics {
+            how: how.to_string(),
+            clock: s.clock.name().to_string(),
+            overhead_ns: s.overhead_ns,
+            subtracted: true,
+            every: s.every,
+            processes: s.processes,
+            alloc_calls: s.calls(),
+            alloc_ns: s.ns(),
+            alloc_ns_per_op: s.ns_per_call().unwrap_or(0.0),
+            alloc_ns_per_thread: s.ns_per_thread_median().unwrap_or(0.0),
+            alloc_ns_per_thread_max: s.ns_per_thread_max().unwrap_or(0.0),
+            thread_ns: s.threads.iter().map(|&(_, ns)| ns).collect(),
+            latency: Ladder::of(s, None).unwrap_or_default(),
+            kinds: alloclab_probe::Kind::ALL
+                .iter()
+                .zip(&s.kinds)
+                .filter(|(_, k)| k.calls > 0)
+                .map(|(kind, k)| KindLadder {
+                    kind: kind.name().to_string(),
+                    calls: k.calls,
+                    ns: k.ns,
+                    latency: Ladder::of(s, Some(*kind)).unwrap_or_default(),
+                })
+                .collect(),
+        })
+    }
 }
 
 /// Heap statistics sampled during a run.

@@ -72,6 +72,7 @@ pub(crate) fn results(reps: usize) -> Results {
                             max_rss_process: Some(rss + 1_000_000),
                             heap,
                             instructions: None,
+                            probe: None,
                         },
                     });
                     order += 1;
@@ -113,6 +114,7 @@ pub(crate) fn results(reps: usize) -> Results {
             instructions: false,
             shards: vec![],
             heap_confs: Vec::new(),
+            metrics: Vec::new(),
         },
         measurements,
         failures: vec![Failure {

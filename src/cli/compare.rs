@@ -8,7 +8,7 @@ use alloclab_measure::runner::{self, RunOptions, Shard};
 use alloclab_measure::schema::{Plan, Results};
 use alloclab_measure::subjects::{self, HeapConf, SubjectEntry};
 use alloclab_measure::workloads::{self, Workload};
-use alloclab_measure::{campaign, env, merge, peers, pilot, programs, report};
+use alloclab_measure::{analysis, campaign, env, merge, peers, pilot, programs, report};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -85,6 +85,13 @@ pub struct CompareArgs {
     /// valgrind's callgrind (slow: about 50 times).
     #[arg(long)]
     pub instructions: bool,
+    /// Metrics to measure and report, comma separated (default: all but the probe's). The
+    /// probe's, time inside the allocator timed around every call per thread, put it in front
+    /// of every subject: alloc_ns_per_thread, alloc_ns_per_thread_max, alloc_ns_per_op,
+    /// alloc_calls, lat_p50_ns, lat_p90_ns, lat_p99_ns, lat_p999_ns, lat_p9999_ns,
+    /// lat_max_ns (docs/MEASURING.md).
+    #[arg(long, value_delimiter = ',', num_args = 1.., value_parser = metric_name)]
+    pub metrics: Vec<String>,
     /// Pilot mode: measure the variance between invocations and between iterations inside one
     /// and say how many of each a target precision needs (writes pilot.md).
     #[arg(long)]
@@ -216,6 +223,7 @@ pub fn options(
             instructions: args.instructions,
             shards: Vec::new(),
             heap_confs: args.heap_conf.clone(),
+            metrics: args.metrics.clone(),
         },
         shard: args.shard,
         iterations: if args.pilot {
@@ -262,6 +270,17 @@ pub fn write_outputs(results: &Results, dir: &Path, latex: bool) -> Result<(), S
 
 /// `--heap-conf`'s value, checked when the command line is read; kept as text, which is what
 /// the measuring children are passed.
+fn metric_name(s: &str) -> Result<String, String> {
+    if analysis::metric(s).is_some() {
+        return Ok(s.to_string());
+    }
+    let names: Vec<&str> = analysis::METRICS.iter().map(|m| m.name).collect();
+    Err(format!(
+        "unknown metric `{s}`; the metrics: {}",
+        names.join(", ")
+    ))
+}
+
 fn parse_heap_conf(s: &str) -> Result<String, String> {
     s.parse::<HeapConf>().map(|_| s.to_string())
 }
@@ -380,6 +399,7 @@ fn args_to_programs(args: &CompareArgs) -> programs::ProgramOptions {
         quick: args.quick,
         progress: !args.no_progress,
         workloads: args.workloads.clone(),
+        metrics: args.metrics.clone(),
     }
 }
 

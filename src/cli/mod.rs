@@ -146,7 +146,7 @@ enum Command {
     Generate(generate::GenerateArgs),
     /// Measure allocators head to head on workloads, one fresh process per measurement, with
     /// confidence intervals and significance tests; writes results.json and the reports.
-    Compare(compare::CompareArgs),
+    Compare(Box<compare::CompareArgs>),
     /// Redraw the reports of a compare run from its results.json, without rerunning.
     Report(compare::ReportArgs),
     /// Combine the results of `compare --shard i/n` runs into one.

@@ -5,7 +5,7 @@ use super::compare::{all_workloads, write_outputs};
 use crate::papers;
 use alloclab_measure::schema::{Plan, Results};
 use alloclab_measure::subjects::SubjectEntry;
-use alloclab_measure::{env, peers, programs, runner};
+use alloclab_measure::{analysis, env, peers, programs, runner};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -95,6 +95,7 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
             instructions: false,
             shards: Vec::new(),
             heap_confs: Vec::new(),
+            metrics: probe_metrics(&study),
         },
         shard: None,
         iterations: 1,
@@ -128,6 +129,8 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
                 warmup: 0,
                 scale: opts.plan.scale * counted.scale,
                 instructions: true,
+                // Callgrind's pass counts; the probe's timing stays in the first pass.
+                metrics: Vec::new(),
                 ..opts.plan
             },
             scratch: dir.join("callgrind"),
@@ -149,6 +152,20 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
         ));
     }
     ExitCode::SUCCESS
+}
+
+/// A study asking about time inside the allocator measures with the probe: every metric but
+/// callgrind's (which has its own pass); otherwise the default set (empty).
+fn probe_metrics(study: &papers::Study) -> Vec<String> {
+    if !study.metrics.iter().any(|m| analysis::is_probe_metric(m)) {
+        return Vec::new();
+    }
+    analysis::METRICS
+        .iter()
+        .map(|m| m.name)
+        .filter(|m| !m.starts_with("instructions."))
+        .map(String::from)
+        .collect()
 }
 
 /// One compare run of `study` with `opts`: results and reports in `out`, and `questions.md`
@@ -203,6 +220,7 @@ fn program_study(
         quick: args.quick,
         progress: !args.no_progress,
         workloads: None,
+        metrics: probe_metrics(study),
     };
     let ran = make(&scratch)
         .and_then(|(programs, preloads)| programs::run_with(&programs, preloads, opts));

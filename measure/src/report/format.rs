@@ -51,6 +51,18 @@ pub fn format_value(value: f64, unit: &str) -> String {
             let (v, prefix) = si(value);
             format!("{} {prefix}/s", sig3(v))
         }
+        "ns" => {
+            let a = value.abs();
+            if a >= 1e9 {
+                format!("{} s", sig3(value * 1e-9))
+            } else if a >= 1e6 {
+                format!("{} ms", sig3(value * 1e-6))
+            } else if a >= 1e3 {
+                format!("{} µs", sig3(value * 1e-3))
+            } else {
+                format!("{} ns", sig3(value))
+            }
+        }
         "count" => format!("{value:.0}"),
         _ => sig3(value),
     }

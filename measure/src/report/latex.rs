@@ -45,8 +45,9 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
         out,
         "Workload & Subject & Threads & Metric & Median [95\\% CI] & Ratio [95\\% CI] & p \\\\\n\\midrule"
     );
+    let chosen = super::markdown::headline(results);
     for m in &analysis.metrics {
-        if !super::markdown::HEADLINE.contains(&m.metric.as_str()) {
+        if !chosen.contains(&m.metric.as_str()) {
             continue;
         }
         let unit = metric(&m.metric).map_or("", |d| d.unit);
