@@ -29,6 +29,8 @@ pub const METRICS: &[&str] = &[
     "memory_traffic",
     "d1_misses",
     "ll_misses",
+    "alloc_ns_per_thread",
+    "alloc_ns_per_thread_max",
 ];
 
 /// A metric's value in one measurement (`memory_traffic`: data reads plus writes).
@@ -51,7 +53,8 @@ fn metric(m: &Measurement, name: &str) -> Option<f64> {
             .map(|i| i.data_reads + i.data_writes),
         "d1_misses" => x.instructions.as_ref().map(|i| i.d1_misses),
         "ll_misses" => x.instructions.as_ref().map(|i| i.ll_misses),
-        _ => None,
+        // The probe's and the rest: as `compare` names them.
+        _ => alloclab_measure::analysis::metric(name).and_then(|d| (d.get)(x)),
     }
 }
 

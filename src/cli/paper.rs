@@ -154,18 +154,13 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// A study asking about time inside the allocator measures with the probe: every metric but
-/// callgrind's (which has its own pass); otherwise the default set (empty).
+/// A study asking about time inside the allocator measures with the probe and reports the
+/// metrics its questions are on; any other study, the default set (empty).
 fn probe_metrics(study: &papers::Study) -> Vec<String> {
     if !study.metrics.iter().any(|m| analysis::is_probe_metric(m)) {
         return Vec::new();
     }
-    analysis::METRICS
-        .iter()
-        .map(|m| m.name)
-        .filter(|m| !m.starts_with("instructions."))
-        .map(String::from)
-        .collect()
+    study.metrics.iter().map(|m| m.to_string()).collect()
 }
 
 /// One compare run of `study` with `opts`: results and reports in `out`, and `questions.md`

@@ -4,6 +4,7 @@
 mod charts;
 mod csv;
 mod format;
+mod latency_chart;
 mod latex;
 mod markdown;
 
@@ -50,6 +51,7 @@ pub fn write_all_analysed(
     std::fs::write(&path, csv::render(results))?;
     written.push(path);
     written.extend(charts::write(results, analysis, dir)?);
+    written.extend(latency_chart::write(results, dir)?);
     if opts.latex {
         let path = dir.join("table.tex");
         std::fs::write(&path, latex::render(results, analysis))?;

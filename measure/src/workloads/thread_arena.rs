@@ -11,8 +11,9 @@ use alloclab_traces::subject::Subject;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-/// Allocations at full size, over all threads.
-const ALLOCATIONS: u64 = 3_000_000;
+/// Allocations of each worker at full size: every worker does its own fixed work, as each of
+/// the seed's style threads did, so that time per worker thread compares across thread counts.
+const ALLOCATIONS_PER_THREAD: u64 = 750_000;
 /// Objects each worker keeps live.
 const WINDOW: usize = 512;
 /// One allocation in this many is above 512 bytes.
@@ -60,7 +61,7 @@ impl Workload for ThreadArena {
 
     fn describe(&self) -> &str {
         "the 1436541 seed's workers: each thread allocates small objects (8..128 B) with one \
-         in 200 of 513..4096 B, keeping its last 512 live"
+         in 200 of 513..4096 B, keeping its last 512 live; the same work per thread at any count"
     }
 
     fn threaded(&self) -> bool {
@@ -69,7 +70,7 @@ impl Workload for ThreadArena {
 
     fn run(&self, subject: &dyn Subject, params: &Params) -> Result<Outcome, String> {
         let threads = params.threads.max(1);
-        let per_thread = scaled(ALLOCATIONS, params.scale).div_ceil(threads as u64);
+        let per_thread = scaled(ALLOCATIONS_PER_THREAD, params.scale);
         let start = Instant::now();
         // Worker threads, never the caller's: the pattern is about threads other than the
         // first, which allocators often treat apart.
