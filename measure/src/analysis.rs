@@ -175,6 +175,8 @@ impl MetricDef {
             "ops_per_sec" => Some(true),
             "heap.picks" | "heap.new_runs" | "heap.runs_released" | "heap.purges" => None,
             "alloc_calls" => None,
+            // Memory given back after the peak: more is better.
+            "rss_returned_bytes" => Some(true),
             _ => Some(false),
         }
     }
@@ -218,6 +220,21 @@ pub const METRICS: &[MetricDef] = &[
         name: "max_rss_process",
         unit: "bytes",
         get: |m| m.max_rss_process.map(|v| v as f64),
+    },
+    MetricDef {
+        name: "rss_mean_bytes",
+        unit: "bytes",
+        get: |m| m.memory.as_ref().map(|x| x.rss_mean_bytes),
+    },
+    MetricDef {
+        name: "rss_final_bytes",
+        unit: "bytes",
+        get: |m| m.memory.as_ref().map(|x| x.rss_final_bytes as f64),
+    },
+    MetricDef {
+        name: "rss_returned_bytes",
+        unit: "bytes",
+        get: |m| m.memory.as_ref().map(|x| x.rss_returned_bytes as f64),
     },
     MetricDef {
         name: "heap.peak_allocated",

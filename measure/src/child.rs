@@ -115,8 +115,10 @@ pub fn run_child(
     for _ in 0..args.iterations.max(1) {
         let reset = rss::reset_peak();
         let (user0, sys0) = rusage_self();
-        let (outcome, heap) = super::sampler::sampled(&*subject, SAMPLE_INTERVAL, || {
-            workload.run(&*subject, &params)
+        let ((outcome, heap), memory) = super::memory::recorded(super::memory::PERIOD, || {
+            super::sampler::sampled(&*subject, SAMPLE_INTERVAL, || {
+                workload.run(&*subject, &params)
+            })
         });
         let (user1, sys1) = rusage_self();
         let final_rss = rss::current().map(|b| b as u64);
@@ -144,6 +146,7 @@ pub fn run_child(
                 max_rss_process: None,
                 heap,
                 instructions: None,
+                memory,
                 probe: args
                     .probe
                     .then(|| {

@@ -21,6 +21,7 @@
 //! - `report`: `report.md`, `results.csv`, SVG charts and LaTeX tables from `results.json`;
 //! - `merge`: shards of one grid combined into the unsharded result;
 //! - `durable`: files replaced whole by rename, directory entries synced;
+//! - `memory`: the resident size sampled over a run (memory over time);
 //! - `timed`: the probe in process (time inside the allocator per thread, `alloclab-probe`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -32,6 +33,7 @@ pub mod durable;
 pub mod env;
 pub mod fnv;
 pub mod journal;
+pub mod memory;
 pub mod merge;
 pub mod peers;
 pub mod pilot;

@@ -429,6 +429,7 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
             max_rss_process: Some(rss),
             heap: None,
             instructions: None,
+            memory: None,
             probe: None,
         },
     })
@@ -495,6 +496,7 @@ fn run_batch(
             max_rss_process: None,
             heap: None,
             instructions: None,
+            memory: None,
             probe: None,
         },
     })

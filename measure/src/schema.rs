@@ -205,9 +205,33 @@ pub struct Metrics {
     /// Callgrind counts per operation (`--instructions` only).
     #[serde(default)]
     pub instructions: Option<InstructionMetrics>,
+    /// The process's resident size over the measured part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryOverTime>,
     /// Time inside the allocator, from the probe (probe metrics asked for only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeMetrics>,
+}
+
+/// The resident size sampled at a fixed period during a run (bytes, seconds).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryOverTime {
+    /// The sampling period.
+    pub period_ms: f64,
+    /// Samples taken (the first before the work, the last after it).
+    pub samples: u64,
+    /// The largest sample.
+    pub rss_peak_bytes: u64,
+    /// The time-weighted mean of the samples.
+    pub rss_mean_bytes: f64,
+    /// The last sample.
+    pub rss_final_bytes: u64,
+    /// The peak minus the lowest sample after it: memory given back after the peak.
+    pub rss_returned_bytes: u64,
+    /// From the first sample to the last.
+    pub seconds: f64,
+    /// Evenly spaced samples of the curve, (seconds since the first, bytes).
+    pub curve: Vec<(f64, u64)>,
 }
 
 /// Percentiles of call latency (ns, the probe's cost subtracted).

@@ -72,6 +72,7 @@ pub(crate) fn results(reps: usize) -> Results {
                             max_rss_process: Some(rss + 1_000_000),
                             heap,
                             instructions: None,
+                            memory: None,
                             probe: None,
                         },
                     });
