@@ -155,6 +155,11 @@ macro_rules! heap {
         |m: &Metrics| m.heap.as_ref().map(|h| h.$field as f64)
     };
 }
+macro_rules! heap_opt {
+    ($field:ident) => {
+        |m: &Metrics| m.heap.as_ref().and_then(|h| h.$field).map(|v| v as f64)
+    };
+}
 macro_rules! instr {
     ($field:ident) => {
         |m: &Metrics| m.instructions.as_ref().map(|i| i.$field)
@@ -168,7 +173,13 @@ impl MetricDef {
     pub fn higher_is_better(&self) -> Option<bool> {
         match self.name {
             "ops_per_sec" => Some(true),
-            "heap.picks" | "heap.new_runs" | "heap.runs_released" | "heap.purges" => None,
+            "heap.picks"
+            | "heap.new_runs"
+            | "heap.runs_released"
+            | "heap.purges"
+            | "heap.lock_acquisitions"
+            | "heap.lock_contended"
+            | "heap.lock_contended_max_arena" => None,
             _ => Some(false),
         }
     }
@@ -257,6 +268,42 @@ pub const METRICS: &[MetricDef] = &[
         name: "heap.purges",
         unit: "count",
         get: heap!(purges),
+    },
+    MetricDef {
+        name: "heap.lock_acquisitions",
+        unit: "count",
+        get: heap_opt!(lock_acquisitions),
+    },
+    MetricDef {
+        name: "heap.lock_contended",
+        unit: "count",
+        get: heap_opt!(lock_contended),
+    },
+    MetricDef {
+        name: "heap.lock_contended_max_arena",
+        unit: "count",
+        get: heap_opt!(lock_contended_max_arena),
+    },
+    MetricDef {
+        // Kept in nanoseconds, shown in seconds.
+        name: "heap.lock_wait",
+        unit: "s",
+        get: |m| {
+            m.heap
+                .as_ref()
+                .and_then(|h| h.lock_wait_ns)
+                .map(|v| v as f64 * 1e-9)
+        },
+    },
+    MetricDef {
+        name: "heap.lock_wait_max_arena",
+        unit: "s",
+        get: |m| {
+            m.heap
+                .as_ref()
+                .and_then(|h| h.lock_wait_ns_max_arena)
+                .map(|v| v as f64 * 1e-9)
+        },
     },
     MetricDef {
         name: "instructions.instructions",
