@@ -227,15 +227,6 @@ impl Stats {
             self.huge_allocations,
             self.huge_frees
         )?;
-        writeln!(
-            w,
-            "arena locks: {} acquisitions, {} contended, {} ns waited (most in one arena: {} contended, {} ns)",
-            self.arena.lock_acquisitions,
-            self.arena.lock_contended,
-            self.arena.lock_wait_ns,
-            self.lock_contended_max_arena,
-            self.lock_wait_ns_max_arena
-        )?;
         if self.cached > 0 {
             writeln!(
                 w,
