@@ -50,7 +50,7 @@ use crate::chunk::{
 };
 use crate::error::FreeError;
 use crate::invariants::{expect_eq, Violation, ViolationKind};
-use crate::lock::RawLock;
+use crate::lock::{CountedLock, LockStats};
 use crate::os;
 use crate::page_map::{PageMap, TAG_CHUNK};
 use crate::policy::{Config, Removal, RunReuse};
@@ -254,7 +254,8 @@ pub(crate) struct ArenaInner<C: Config> {
 
 /// An arena.
 pub struct Arena<C: Config> {
-    lock: RawLock,
+    /// Counts its acquisitions, contention and wait: the heap reports them per arena.
+    lock: CountedLock,
     index: usize,
     inner: UnsafeCell<ArenaInner<C>>,
 }
@@ -268,7 +269,7 @@ unsafe impl<C: Config> Send for Arena<C> {}
 impl<C: Config> Arena<C> {
     pub(crate) fn new(index: usize, dirty_max: usize, safety: Safety) -> Self {
         Arena {
-            lock: RawLock::new(),
+            lock: CountedLock::new(),
             index,
             inner: UnsafeCell::new(ArenaInner {
                 bins: core::array::from_fn(|_| Bin {
@@ -364,6 +365,27 @@ impl<C: Config> Arena<C> {
 
     pub(crate) fn lock(&self) {
         self.lock.lock();
+    }
+    /// The arena lock's counts so far (exact if read with the lock held).
+    pub(crate) fn lock_stats(&self) -> LockStats {
+        self.lock.stats()
+    }
+    /// The arena's counters with its lock's filled in: `stats` is the state's (read under the
+    /// lock, which is still held, so the lock's counts are exact and include this read's own
+    /// acquisition).
+    pub(crate) fn stats_with_lock(&self, stats: &ArenaStats) -> ArenaStats {
+        let l = self.lock.stats();
+        ArenaStats {
+            lock_acquisitions: l.acquisitions,
+            lock_contended: l.contended,
+            lock_wait_ns: l.wait_ns,
+            ..*stats
+        }
+    }
+    /// Whether a thread sleeps waiting for the lock (a snapshot, for tests).
+    #[cfg(feature = "verification")]
+    pub(crate) fn lock_has_sleepers(&self) -> bool {
+        self.lock.has_sleepers()
     }
     pub(crate) fn unlock(&self) {
         self.lock.unlock();

@@ -15,7 +15,7 @@ use crate::error::FreeError;
 use crate::guard::{self, LargeAt};
 use crate::huge::Huge;
 use crate::invariants::{Violation, ViolationKind};
-use crate::lock::RawLock;
+use crate::lock::{LockStats, RawLock};
 use crate::os;
 use crate::page_map::{Owner, PageMap};
 use crate::policy::{ArenaChoice, Config, FrontEnd, Options, TcacheCheck};
@@ -1229,8 +1229,37 @@ impl<C: Config> Heap<C> {
             for (b, bin) in bins.iter_mut().zip(inner.bins.iter()) {
                 *b = bin.stats;
             }
-            (inner.stats, bins)
+            (a.stats_with_lock(&inner.stats), bins)
         }))
+    }
+
+    /// Calls `f(index, counts)` for each arena's lock, in index order: acquisitions, contended
+    /// acquisitions and time waited since the arena was made. Takes no lock (each count is some
+    /// recent value) and allocates nothing.
+    pub fn arena_lock_stats(&self, mut f: impl FnMut(usize, LockStats)) {
+        self.for_each_arena(|a| f(a.index(), a.lock_stats()));
+    }
+
+    /// Test hook (verification builds): takes arena `index`'s lock, runs `f` with a probe
+    /// telling whether another thread sleeps waiting for that lock, and releases it; `None` if
+    /// the arena does not exist. `f` must not use this heap's arena `index` (it would deadlock).
+    #[cfg(feature = "verification")]
+    pub fn hold_arena_lock<R>(
+        &self,
+        index: usize,
+        f: impl FnOnce(&dyn Fn() -> bool) -> R,
+    ) -> Option<R> {
+        let s = self.shared_if_init()?;
+        let a = s.arenas.get(index)?.load(Ordering::Acquire);
+        if a.is_null() {
+            return None;
+        }
+        // SAFETY: published arenas live until the heap is dropped.
+        let a = unsafe { &*a };
+        a.lock();
+        let r = f(&|| a.lock_has_sleepers());
+        a.unlock();
+        Some(r)
     }
 
     /// A snapshot of the heap's statistics (each arena is read under its own lock, in turn).
@@ -1250,7 +1279,10 @@ impl<C: Config> Heap<C> {
                 if allocations > 0 {
                     st.arenas_used += 1;
                 }
-                st.arena.add(&inner.stats);
+                let own = a.stats_with_lock(&inner.stats);
+                st.lock_contended_max_arena = st.lock_contended_max_arena.max(own.lock_contended);
+                st.lock_wait_ns_max_arena = st.lock_wait_ns_max_arena.max(own.lock_wait_ns);
+                st.arena.add(&own);
             })
         });
         let h = s.huge.stats();

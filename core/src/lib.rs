@@ -11,11 +11,11 @@
 //! | layer | file | owns |
 //! |---|---|---|
 //! | shim | `sync.rs` | atomics, cells, thread-locals, globals (std, loom or shuttle) |
-//! | platform | `os.rs` | mmap/munmap/madvise/mremap, futex, stderr, CPU count |
+//! | platform | `os.rs` | mmap/munmap/madvise/mremap, futex, monotonic clock, stderr, CPU count |
 //! | | `report.rs` | messages and fatal errors without allocating |
 //! | | `safety.rs` | the debug options: compiled-in capabilities, run-time choices, profiles |
 //! | | `checks.rs` | fills, fill checks and canaries over memory, and their reports |
-//! | | `lock.rs` | `RawLock`, a futex lock with explicit lock/unlock (fork-friendly) |
+//! | | `lock.rs` | `RawLock`, a futex lock with explicit lock/unlock (fork-friendly); `CountedLock`, one that counts acquisitions, contention and wait (the arenas') |
 //! | geometry | `size_class.rs` | size classes, run geometry, `classify` |
 //! | metadata | `page_map.rs` | address → chunk or huge record, O(1), without touching memory |
 //! | | `base.rs` | the heap's own metadata allocator |
@@ -90,6 +90,7 @@ pub use arena::Arena;
 pub use error::FreeError;
 pub use heap::Heap;
 pub use invariants::{Violation, ViolationKind};
+pub use lock::LockStats;
 pub use policy::{
     ArenaChoice, ArenaCtx, Config, FrontEnd, Options, Removal, RunReuse, TcacheCheck,
 };

@@ -252,6 +252,27 @@ pub fn current_cpu() -> usize {
     }
 }
 
+/// Nanoseconds of `CLOCK_MONOTONIC` (from an unspecified start; through the vDSO, no system
+/// call, no allocation). 0 under loom and shuttle, whose threads are not timed.
+pub fn monotonic_ns() -> u64 {
+    #[cfg(any(loom, shuttle))]
+    {
+        0
+    }
+    #[cfg(not(any(loom, shuttle)))]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC always exists on Linux.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        (ts.tv_sec as u64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(ts.tv_nsec as u64)
+    }
+}
+
 // Writing to a descriptor and aborting live in `report.rs`, the layer below this one (so that
 // this module can report its own failures); re-exported here for the platform's other users.
 pub use crate::report::{abort, write_all, write_stderr};

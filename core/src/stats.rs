@@ -82,6 +82,12 @@ pub struct ArenaStats {
     pub purged_pages: u64,
     /// Calls to the OS that returned pages (one per contiguous dirty span purged).
     pub purge_calls: u64,
+    /// Acquisitions of the arena's lock, contended or not (reading these statistics is one).
+    pub lock_acquisitions: u64,
+    /// Of those, acquisitions that found the lock held and waited (spun or slept).
+    pub lock_contended: u64,
+    /// Nanoseconds (`CLOCK_MONOTONIC`) spent waiting in contended acquisitions.
+    pub lock_wait_ns: u64,
 }
 
 impl ArenaStats {
@@ -96,6 +102,9 @@ impl ArenaStats {
         self.purges += o.purges;
         self.purged_pages += o.purged_pages;
         self.purge_calls += o.purge_calls;
+        self.lock_acquisitions += o.lock_acquisitions;
+        self.lock_contended += o.lock_contended;
+        self.lock_wait_ns += o.lock_wait_ns;
     }
 
     /// Small and large allocations served since start.
@@ -127,6 +136,10 @@ pub struct Stats {
     pub arenas_used: usize,
     /// Arena counters summed over arenas.
     pub arena: ArenaStats,
+    /// The most contended acquisitions of one arena's lock (`ArenaStats::lock_contended`).
+    pub lock_contended_max_arena: u64,
+    /// The most nanoseconds waited for one arena's lock (`ArenaStats::lock_wait_ns`).
+    pub lock_wait_ns_max_arena: u64,
     /// Live huge allocations.
     pub huge_live: usize,
     /// Bytes of live huge allocations.
@@ -152,6 +165,8 @@ impl Default for Stats {
             arenas: 0,
             arenas_used: 0,
             arena: ArenaStats::default(),
+            lock_contended_max_arena: 0,
+            lock_wait_ns_max_arena: 0,
             huge_live: 0,
             huge_allocated: 0,
             huge_allocations: 0,

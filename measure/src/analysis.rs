@@ -160,6 +160,11 @@ macro_rules! probe {
         |m: &Metrics| m.probe.as_ref().map(|p| p.$($field).+ as f64)
     };
 }
+macro_rules! heap_opt {
+    ($field:ident) => {
+        |m: &Metrics| m.heap.as_ref().and_then(|h| h.$field).map(|v| v as f64)
+    };
+}
 macro_rules! instr {
     ($field:ident) => {
         |m: &Metrics| m.instructions.as_ref().map(|i| i.$field)
@@ -173,8 +178,14 @@ impl MetricDef {
     pub fn higher_is_better(&self) -> Option<bool> {
         match self.name {
             "ops_per_sec" => Some(true),
-            "heap.picks" | "heap.new_runs" | "heap.runs_released" | "heap.purges" => None,
-            "alloc_calls" => None,
+            "heap.picks"
+            | "heap.new_runs"
+            | "heap.runs_released"
+            | "heap.purges"
+            | "heap.lock_acquisitions"
+            | "heap.lock_contended"
+            | "heap.lock_contended_max_arena"
+            | "alloc_calls" => None,
             // Memory given back after the peak: more is better.
             "rss_returned_bytes" => Some(true),
             _ => Some(false),
@@ -330,6 +341,42 @@ pub const METRICS: &[MetricDef] = &[
         name: "lat_max_ns",
         unit: "ns",
         get: probe!(latency.max),
+    },
+    MetricDef {
+        name: "heap.lock_acquisitions",
+        unit: "count",
+        get: heap_opt!(lock_acquisitions),
+    },
+    MetricDef {
+        name: "heap.lock_contended",
+        unit: "count",
+        get: heap_opt!(lock_contended),
+    },
+    MetricDef {
+        name: "heap.lock_contended_max_arena",
+        unit: "count",
+        get: heap_opt!(lock_contended_max_arena),
+    },
+    MetricDef {
+        // Kept in nanoseconds, shown in seconds.
+        name: "heap.lock_wait",
+        unit: "s",
+        get: |m| {
+            m.heap
+                .as_ref()
+                .and_then(|h| h.lock_wait_ns)
+                .map(|v| v as f64 * 1e-9)
+        },
+    },
+    MetricDef {
+        name: "heap.lock_wait_max_arena",
+        unit: "s",
+        get: |m| {
+            m.heap
+                .as_ref()
+                .and_then(|h| h.lock_wait_ns_max_arena)
+                .map(|v| v as f64 * 1e-9)
+        },
     },
     MetricDef {
         name: "instructions.instructions",

@@ -117,6 +117,11 @@ impl Accumulator {
             new_runs: policy.new_runs,
             runs_released: policy.runs_released,
             purges: policy.purges,
+            lock_acquisitions: end.locks.map(|l| l.lock_acquisitions),
+            lock_contended: end.locks.map(|l| l.lock_contended),
+            lock_wait_ns: end.locks.map(|l| l.lock_wait_ns),
+            lock_contended_max_arena: end.locks.map(|l| l.lock_contended_max_arena),
+            lock_wait_ns_max_arena: end.locks.map(|l| l.lock_wait_ns_max_arena),
         }
     }
 }

@@ -376,6 +376,22 @@ pub struct HeapMetrics {
     pub runs_released: u64,
     /// Purges (madvise calls).
     pub purges: u64,
+    /// Arena lock acquisitions since the heap started, at the end of the run (`None`: not
+    /// reported, as in results written before these counters existed).
+    #[serde(default)]
+    pub lock_acquisitions: Option<u64>,
+    /// Of those, acquisitions that found the lock held and waited.
+    #[serde(default)]
+    pub lock_contended: Option<u64>,
+    /// Nanoseconds spent waiting in contended arena lock acquisitions.
+    #[serde(default)]
+    pub lock_wait_ns: Option<u64>,
+    /// The most contended acquisitions of one arena's lock.
+    #[serde(default)]
+    pub lock_contended_max_arena: Option<u64>,
+    /// The most nanoseconds waited for one arena's lock.
+    #[serde(default)]
+    pub lock_wait_ns_max_arena: Option<u64>,
 }
 
 /// Callgrind's counts, per allocator operation.

@@ -51,6 +51,7 @@ pub(crate) fn results(reps: usize) -> Results {
                         new_runs: 10,
                         runs_released: 5,
                         purges: 2,
+                        ..HeapMetrics::default()
                     });
                     measurements.push(Measurement {
                         subject: subject.into(),

@@ -31,6 +31,8 @@ pub const METRICS: &[&str] = &[
     "ll_misses",
     "alloc_ns_per_thread",
     "alloc_ns_per_thread_max",
+    "heap.lock_contended",
+    "heap.lock_wait",
 ];
 
 /// A metric's value in one measurement (`memory_traffic`: data reads plus writes).

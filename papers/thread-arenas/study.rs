@@ -82,7 +82,8 @@ pub fn study() -> Study {
         ],
         // Time inside the allocator per worker thread is the seed's figure (it puts the probe
         // in front of every subject); wall time and peak RSS ("whether the memory wins
-        // evaporate") beside it.
+        // evaporate") beside it, and the arena locks' contended acquisitions and wait, which
+        // say why (alloclab subjects only).
         metrics: &[
             "alloc_ns_per_thread",
             "alloc_ns_per_thread_max",

@@ -60,6 +60,24 @@ pub struct HeapStats {
     pub bins: Option<[BinStats; NBINS]>,
     /// Policy counters since the allocator started (alloclab heaps; see [`PolicyCounters`]).
     pub policy: Option<PolicyCounters>,
+    /// Arena lock counters since the allocator started (alloclab heaps; see [`LockCounters`]).
+    pub locks: Option<LockCounters>,
+}
+
+/// What the arenas' locks saw since the heap started: totals over arenas, and the most of one
+/// arena (`alloclab_core::ArenaStats::lock_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockCounters {
+    /// Acquisitions of arena locks.
+    pub lock_acquisitions: u64,
+    /// Of those, acquisitions that found the lock held and waited.
+    pub lock_contended: u64,
+    /// Nanoseconds spent waiting in contended acquisitions.
+    pub lock_wait_ns: u64,
+    /// The most contended acquisitions of one arena's lock.
+    pub lock_contended_max_arena: u64,
+    /// The most nanoseconds waited for one arena's lock.
+    pub lock_wait_ns_max_arena: u64,
 }
 
 /// What the run-reuse and purge policies did since the heap started (exact counts, kept
@@ -154,6 +172,13 @@ impl<C: Config> Subject for Heap<C> {
                 purge_passes: s.arena.purges,
                 purges: s.arena.purge_calls,
                 purged_bytes: s.arena.purged_pages * alloclab_core::size_class::PAGE as u64,
+            }),
+            locks: Some(LockCounters {
+                lock_acquisitions: s.arena.lock_acquisitions,
+                lock_contended: s.arena.lock_contended,
+                lock_wait_ns: s.arena.lock_wait_ns,
+                lock_contended_max_arena: s.lock_contended_max_arena,
+                lock_wait_ns_max_arena: s.lock_wait_ns_max_arena,
             }),
         }
     }
