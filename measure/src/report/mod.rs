@@ -7,6 +7,7 @@ mod format;
 mod latency_chart;
 mod latex;
 mod markdown;
+mod memory_chart;
 
 use super::analysis::{self, Analysis};
 use super::schema::Results;
@@ -52,6 +53,7 @@ pub fn write_all_analysed(
     written.push(path);
     written.extend(charts::write(results, analysis, dir)?);
     written.extend(latency_chart::write(results, dir)?);
+    written.extend(memory_chart::write(results, dir)?);
     if opts.latex {
         let path = dir.join("table.tex");
         std::fs::write(&path, latex::render(results, analysis))?;
