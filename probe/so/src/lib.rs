@@ -18,9 +18,9 @@
 //! then not counted twice); one that throws `std::bad_alloc` aborts the process instead when
 //! the probe is built with `panic = "abort"` (the release profile).
 //!
-//! Nothing here allocates through the allocator it measures. Until `dlsym` has found the next
-//! `malloc`, allocations (those `dlsym` itself makes) come from a small static arena, whose
-//! blocks `free` ignores.
+//! Nothing here allocates through the allocator it measures. While `dlsym` looks up a next
+//! definition, the allocations it makes itself come from a small static arena, whose blocks
+//! `free` ignores; other threads wait for the lookup.
 
 use alloclab_probe::record::{self, ThreadRecord};
 use alloclab_probe::{clock, dump, timed, Kind};
@@ -29,21 +29,41 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsiz
 
 // ---- the next allocator -----------------------------------------------------------------------
 
-/// Set while `dlsym` runs: allocations then come from the start-up arena.
-static RESOLVING: AtomicBool = AtomicBool::new(false);
+/// The thread running `dlsym` (0: none): allocations it makes meanwhile come from the
+/// start-up arena; other threads wait for it.
+static RESOLVER: AtomicI32 = AtomicI32::new(0);
+
+fn this_thread() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
 
 /// Looks up `name` (NUL-terminated) after this library, caching the answer in `cache` (0: not
-/// looked up, 1: absent).
+/// looked up, 1: absent); 0 when this thread is already inside `dlsym` (its own allocations).
 fn resolve(cache: &AtomicUsize, name: &[u8]) -> usize {
-    if RESOLVING.swap(true, Ordering::Acquire) {
-        // `dlsym` allocating, or another thread resolving: try again on a later call.
-        return 0;
+    let me = this_thread();
+    loop {
+        match RESOLVER.compare_exchange(0, me, Ordering::Acquire, Ordering::Acquire) {
+            Ok(_) => break,
+            Err(holder) if holder == me => return 0,
+            // Another thread resolves: wait, then see whether it resolved this one too.
+            Err(_) => {
+                core::hint::spin_loop();
+                let v = cache.load(Ordering::Acquire);
+                if v != 0 {
+                    return v;
+                }
+            }
+        }
     }
-    // SAFETY: `name` is NUL-terminated (the callers' literals).
-    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr() as *const c_char) } as usize;
-    let v = if p == 0 { 1 } else { p };
-    cache.store(v, Ordering::Release);
-    RESOLVING.store(false, Ordering::Release);
+    let mut v = cache.load(Ordering::Acquire);
+    if v == 0 {
+        // SAFETY: `name` is NUL-terminated (the callers' literals).
+        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr() as *const c_char) } as usize;
+        v = if p == 0 { 1 } else { p };
+        cache.store(v, Ordering::Release);
+    }
+    RESOLVER.store(0, Ordering::Release);
     v
 }
 
