@@ -33,7 +33,9 @@ summary() {
 # A run stopped by a signal is a failure, never "all steps passed".
 trap 'exit 130' INT
 trap 'exit 143' TERM
-trap 'rc=$?; step_done; summary; if [ $rc -eq 0 ]; then printf "=== all steps passed in %d s ===\n" "$SECONDS"; else printf "=== FAILED in step: %s (after %d s) ===\n" "$step_name" "$SECONDS"; fi' EXIT
+# A job still running in the background (the cargo-fuzz install) ends with the run.
+background_pid=""
+trap 'rc=$?; if [ -n "$background_pid" ]; then kill "$background_pid" 2>/dev/null || true; fi; step_done; summary; if [ $rc -eq 0 ]; then printf "=== all steps passed in %d s ===\n" "$SECONDS"; else printf "=== FAILED in step: %s (after %d s) ===\n" "$step_name" "$SECONDS"; fi' EXIT
 
 step "set-up: what a fresh machine lacks"
 # The suite needs more than cargo: rustfmt and clippy, the programs liballoclab.so's tests run
@@ -42,6 +44,14 @@ step "set-up: what a fresh machine lacks"
 # whatever is missing (apt-get as root, or through sudo), so that this one command works on a
 # fresh machine.
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+# cargo-fuzz compiles (half a minute on two cores) while apt-get downloads and unpacks, into a
+# log printed only if it fails; the step waits for it, so a failure fails this step. It is only
+# a driver that runs cargo and the fuzz binaries, so it is built unoptimized (half the time).
+if ! cargo fuzz --version 2>/dev/null | grep -q "0.13.1"; then
+    cargo_fuzz_log="$(mktemp)"
+    CARGO_PROFILE_RELEASE_OPT_LEVEL=0 cargo install cargo-fuzz --version 0.13.1 --locked >"$cargo_fuzz_log" 2>&1 &
+    background_pid=$!
+fi
 missing=""
 for pkg in python3 perl lua5.4 sqlite3 gcc g++ git slurm-wlm munge; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
@@ -54,15 +64,31 @@ if [ -n "$missing" ]; then
     # shellcheck disable=SC2086
     DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq $missing
 fi
-cargo fuzz --version 2>/dev/null | grep -q "0.13.1" ||
-    cargo install cargo-fuzz --version 0.13.1 --locked
+if [ -n "$background_pid" ]; then
+    if ! wait "$background_pid"; then
+        cat "$cargo_fuzz_log"
+        echo "cargo install cargo-fuzz failed"
+        exit 1
+    fi
+    background_pid=""
+    rm -f "$cargo_fuzz_log"
+    cargo fuzz --version
+fi
 
 step "format and lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 
 step "unit, integration and doc tests"
-cargo test --workspace
+# The preload tests run programs under the dev build of liballoclab.so. Left to them, they build
+# it with `cargo build -p liballoclab`, whose features (those of one package) are not the
+# workspace's, so that the engine and the policies would be compiled a second time; built here
+# with the workspace's (and, with `--tests`, the dev-dependencies' features, as `cargo test`
+# resolves them), it shares the build of everything it links and costs one link.
+cargo build --workspace --lib --tests
+target_dir="${CARGO_TARGET_DIR:-target}"
+case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
+ALLOCLAB_SO="$target_dir/debug/liballoclab.so" cargo test --workspace
 
 step "compare on a real slurm cluster: a 3-task job array of shards, merged (papers/slurm)"
 # A single-node cluster started and stopped by the script (as root: slurmd runs jobs as their
@@ -79,9 +105,22 @@ step "liballoclab.so: the release build under the preload tests"
 cargo build --release -p liballoclab
 # The start-up layout (preload/so/startup.order) must name this build's symbols.
 scripts/startup-order.sh --check
-preload_target="${CARGO_TARGET_DIR:-target}"
-case "$preload_target" in /*) ;; *) preload_target="$PWD/$preload_target" ;; esac
-ALLOCLAB_SO="$preload_target/release/liballoclab.so" cargo test -p alloclab-preload --tests
+# The preload test binaries `cargo test --workspace` built above, run again: `cargo test -p
+# alloclab-preload` would build them with that package's features alone (not the workspace's)
+# and so compile half the workspace again in the dev profile, for the same tests.
+preload_tests="$(cargo test --workspace --tests --no-run --message-format=json | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["executable"] and m["profile"]["test"] \
+            and m["manifest_path"] == sys.argv[1]:
+        print(m["executable"])
+' "$PWD/preload/Cargo.toml")"
+[ -n "$preload_tests" ] || { echo "no preload test binaries found"; exit 1; }
+for test_binary in $preload_tests; do
+    echo "running $test_binary"
+    (cd preload && ALLOCLAB_SO="$target_dir/release/liballoclab.so" "$test_binary")
+done
 
 # ---- verification suite (alloclab-verify, fuzz/; VERIFY.md) ----------------------------------
 # Each cfg build gets a target directory of its own: RUSTFLAGS changes invalidate a shared one.
