@@ -88,7 +88,8 @@ step "unit, integration and doc tests"
 cargo build --workspace --lib --tests
 target_dir="${CARGO_TARGET_DIR:-target}"
 case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
-ALLOCLAB_SO="$target_dir/debug/liballoclab.so" cargo test --workspace
+ALLOCLAB_SO="$target_dir/debug/liballoclab.so" \
+    ALLOCLAB_PROBE_SO="$target_dir/debug/liballoclab_probe.so" cargo test --workspace
 
 step "compare on a real slurm cluster: a 3-task job array of shards, merged (papers/slurm)"
 # A single-node cluster started and stopped by the script (as root: slurmd runs jobs as their
@@ -121,6 +122,11 @@ for test_binary in $preload_tests; do
     echo "running $test_binary"
     (cd preload && ALLOCLAB_SO="$target_dir/release/liballoclab.so" "$test_binary")
 done
+
+step "liballoclab_probe.so: the release build under its tests"
+# Built as `compare --metrics` users build it; its tests time a seeded slow allocator.
+cargo build --release -p alloclab-probe-so
+ALLOCLAB_PROBE_SO="$target_dir/release/liballoclab_probe.so" cargo test -p alloclab-probe --test preload
 
 # ---- verification suite (alloclab-verify, fuzz/; VERIFY.md) ----------------------------------
 # Each cfg build gets a target directory of its own: RUSTFLAGS changes invalidate a shared one.

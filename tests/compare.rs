@@ -672,9 +672,13 @@ fn progress_off_a_terminal_is_one_line_per_measurement() {
     let _ = std::fs::remove_dir_all(&quiet);
 }
 
-/// liballoclab_probe.so of this test binary's profile, built now (`cargo test` does not build
-/// another package's cdylib for an integration test).
+/// liballoclab_probe.so: `$ALLOCLAB_PROBE_SO` (scripts/test.sh sets it), else the library of
+/// this test binary's profile, built now (`cargo test` does not build another package's cdylib
+/// for an integration test).
 fn probe_so() -> PathBuf {
+    if let Some(p) = std::env::var_os("ALLOCLAB_PROBE_SO") {
+        return PathBuf::from(p);
+    }
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
     let profile = profile_dir
