@@ -63,7 +63,7 @@ pub fn add_preload_hashes<'a>(env: &mut Environment, paths: impl IntoIterator<It
 
 /// Whether other work loaded the machine: the one-minute load per core above
 /// [`NOISY_LOAD_PER_CORE`] before the run, or after it once the run's own threads are taken
-/// off (a run keeps up to `min(own_threads, cores)` tasks runnable itself, and the
+/// off (a run keeps up to `own_threads` tasks runnable itself, more than the cores too, and the
 /// one-minute average at its end still counts them). An unknown load is not evidence of noise.
 pub fn is_noisy(
     before: Option<LoadAverage>,
@@ -72,7 +72,9 @@ pub fn is_noisy(
     own_threads: usize,
 ) -> bool {
     let cores = cores.max(1) as f64;
-    let own = (own_threads as f64).min(cores);
+    // Every runnable task counts in the load average, those waiting for a core too: a run
+    // with more threads than cores adds all of them.
+    let own = own_threads as f64;
     let before = before.is_some_and(|l| l.one / cores > NOISY_LOAD_PER_CORE);
     let after = after.is_some_and(|l| (l.one - own).max(0.0) / cores > NOISY_LOAD_PER_CORE);
     before || after
@@ -302,9 +304,10 @@ mod tests {
         // After the run its own single thread is taken off: 2.0 is 1.0 of others.
         assert!(!is_noisy(load(0.1), load(2.0), 2, 1));
         assert!(is_noisy(load(0.1), load(2.1), 2, 1));
-        // Its own threads count at most one per core.
-        assert!(!is_noisy(load(0.1), load(3.0), 2, 8));
-        assert!(is_noisy(load(0.1), load(3.1), 2, 8));
+        // All its own threads count, more than one per core too (runnable tasks waiting for
+        // a core are in the load average).
+        assert!(!is_noisy(load(0.1), load(9.0), 2, 8));
+        assert!(is_noisy(load(0.1), load(9.1), 2, 8));
         // 8 cores: 3.9 is under half.
         assert!(!is_noisy(load(3.9), load(3.9), 8, 0));
         assert!(is_noisy(load(4.1), load(3.9), 8, 0));
