@@ -405,11 +405,7 @@ pub const METRICS: &[MetricDef] = &[
     },
 ];
 
-/// Whether `name` is one of the probe's metrics (time inside the allocator): asking for one
-/// puts the probe in front of every subject.
-pub fn is_probe_metric(name: &str) -> bool {
-    name.starts_with("alloc_") || name.starts_with("lat_")
-}
+pub use super::schema::is_probe_metric;
 
 /// The definition of the metric called `name`.
 pub fn metric(name: &str) -> Option<&'static MetricDef> {

@@ -147,10 +147,14 @@ pub struct Plan {
 impl Plan {
     /// Whether the measurements time the allocator's calls (`ProbeMetrics`).
     pub fn probe(&self) -> bool {
-        self.metrics
-            .iter()
-            .any(|m| crate::analysis::is_probe_metric(m))
+        self.metrics.iter().any(|m| is_probe_metric(m))
     }
+}
+
+/// Whether `name` is one of the probe's metrics (time inside the allocator): asking for one
+/// puts the probe in front of every subject.
+pub fn is_probe_metric(name: &str) -> bool {
+    name.starts_with("alloc_") || name.starts_with("lat_")
 }
 
 /// One process invocation measuring one subject on one workload.

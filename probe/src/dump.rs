@@ -22,15 +22,6 @@ use super::clock;
 use super::record::{self, Kind, ThreadRecord, KINDS};
 use core::sync::atomic::{AtomicBool, Ordering};
 
-/// Writes `msg` to standard error and aborts.
-pub fn fatal(msg: &[u8]) -> ! {
-    // SAFETY: writes `msg.len()` bytes from `msg`; aborting needs no precondition.
-    unsafe {
-        libc::write(2, msg.as_ptr().cast(), msg.len());
-        libc::abort()
-    }
-}
-
 // ---- writing ----------------------------------------------------------------------------------
 
 /// A line buffer flushed to a file descriptor.

@@ -21,11 +21,13 @@
 //! | `histogram.rs` | log-linear latency buckets (128 per power of two: under 0.8% relative width) |
 //! | `clock.rs` | the time stamp (TSC when the kernel uses it, else `CLOCK_MONOTONIC`) and the probe's own cost |
 //! | `record.rs` | per-thread records, call kinds, `timed` |
+//! | `fatal.rs` | a line on standard error and abort, without allocating |
 //! | `dump.rs` | the text file the `.so` writes, and its reader |
 //! | `summary.rs` | per-thread totals, percentiles, the probe's cost subtracted |
 
 pub mod clock;
 pub mod dump;
+pub mod fatal;
 pub mod histogram;
 pub mod record;
 pub mod summary;

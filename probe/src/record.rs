@@ -182,7 +182,7 @@ pub fn shared() -> &'static ThreadRecord {
     let Some(r) = map_record() else {
         // Out of address space: nothing can be recorded; a leaked static would do, but a
         // process that cannot map 210 KiB is not worth timing. Abort with a line.
-        crate::dump::fatal(b"alloclab-probe: cannot map a thread record\n");
+        crate::fatal::fatal(b"alloclab-probe: cannot map a thread record\n");
     };
     let mine = r as *const ThreadRecord as *mut ThreadRecord;
     match SHARED.compare_exchange(

@@ -22,6 +22,7 @@
 //! definition, the allocations it makes itself come from a small static arena, whose blocks
 //! `free` ignores; other threads wait for the lookup.
 
+use alloclab_probe::fatal::fatal;
 use alloclab_probe::record::{self, ThreadRecord};
 use alloclab_probe::{clock, dump, timed, Kind};
 use core::ffi::{c_char, c_int, c_void};
@@ -194,14 +195,14 @@ fn set_up() {
         if let Some(n) = getenv(b"ALLOCLAB_PROBE_EVERY\0") {
             match parse_u64(n) {
                 Some(n) if n >= 1 => record::set_every(n),
-                _ => dump::fatal(
+                _ => fatal(
                     b"alloclab-probe: ALLOCLAB_PROBE_EVERY must be a whole number of at least 1\n",
                 ),
             }
         }
         if let Some(dir) = getenv(b"ALLOCLAB_PROBE_DIR\0") {
             if dir.len() + 1 > 1024 - 40 {
-                dump::fatal(b"alloclab-probe: ALLOCLAB_PROBE_DIR is longer than 980 bytes\n");
+                fatal(b"alloclab-probe: ALLOCLAB_PROBE_DIR is longer than 980 bytes\n");
             }
             // SAFETY: set-up runs once, before any reader of DIR (the dumps) can run.
             unsafe {
@@ -274,7 +275,7 @@ fn out_fd() -> c_int {
             )
         };
         if fd < 0 {
-            dump::fatal(b"alloclab-probe: cannot create the file in ALLOCLAB_PROBE_DIR\n");
+            fatal(b"alloclab-probe: cannot create the file in ALLOCLAB_PROBE_DIR\n");
         }
         let mut w = dump::Writer::new(fd);
         dump::header(&mut w, pid as u64, OVERHEAD.load(Ordering::Relaxed));
