@@ -611,31 +611,37 @@ fn a_killed_shard_resumes_and_merges_into_the_full_grid() {
 /// it finishes, with the count and the measurement; `--no-progress` silences it.
 #[test]
 fn progress_off_a_terminal_is_one_line_per_measurement() {
-    let dir = scratch("progress-lines");
-    let out = alloclab(&[
-        "compare",
-        "--subjects",
-        "lifo,system",
-        "--workloads",
-        "churn",
-        "--threads",
-        "1",
-        "--reps",
-        "2",
-        "--scale",
-        "0.01",
-        "--seed",
-        "5",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
     // 2 subjects x (1 warm-up + 2 rounds).
+    let run = |name: &str, extra: &[&str]| {
+        let dir = scratch(name);
+        let mut args = vec![
+            "compare",
+            "--subjects",
+            "lifo,system",
+            "--workloads",
+            "churn",
+            "--threads",
+            "1",
+            "--reps",
+            "2",
+            "--scale",
+            "0.01",
+            "--seed",
+            "5",
+        ];
+        args.extend_from_slice(extra);
+        let out_dir = dir.to_str().unwrap().to_owned();
+        args.extend_from_slice(&["--out", &out_dir]);
+        let out = alloclab(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run("progress-lines", &[]);
     let lines: Vec<&str> = err
         .lines()
         .filter(|l| l.starts_with("alloclab: "))
@@ -648,28 +654,8 @@ fn progress_off_a_terminal_is_one_line_per_measurement() {
         );
         assert!(line.contains(" on churn x1 "), "{line}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    let quiet = scratch("progress-quiet");
-    let out = alloclab(&[
-        "compare",
-        "--subjects",
-        "lifo,system",
-        "--workloads",
-        "churn",
-        "--threads",
-        "1",
-        "--reps",
-        "2",
-        "--scale",
-        "0.01",
-        "--no-progress",
-        "--out",
-        quiet.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = run("progress-quiet", &["--no-progress"]);
     assert!(!err.lines().any(|l| l.contains("/6 round")), "{err}");
-    let _ = std::fs::remove_dir_all(&quiet);
 }
 
 /// liballoclab_probe.so: `$ALLOCLAB_PROBE_SO` (scripts/test.sh sets it), else the library of

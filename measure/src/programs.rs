@@ -228,14 +228,22 @@ pub const LIBALLOCLAB_HINT: &str =
 /// liballoclab.so: next to the running binary (target/release/ when built with
 /// `cargo build --release -p liballoclab`), or named by `ALLOCLAB_SO`.
 pub fn liballoclab() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("ALLOCLAB_SO") {
+    built_library("ALLOCLAB_SO", "liballoclab.so")
+}
+
+/// A library the workspace builds: the path in the environment variable `var`, or `file`
+/// next to the running binary, in its parent (a test binary's `deps/`) or in the release
+/// directory beside it.
+fn built_library(var: &str, file: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(var) {
         return Some(PathBuf::from(p));
     }
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
     [
-        dir.join("liballoclab.so"),
-        dir.join("../release/liballoclab.so"),
+        dir.join(file),
+        dir.join("..").join(file),
+        dir.join("../release").join(file),
     ]
     .into_iter()
     .find(|p| p.exists())
@@ -248,18 +256,7 @@ pub const PROBE_HINT: &str =
 /// liballoclab_probe.so: named by `ALLOCLAB_PROBE_SO`, or next to the running binary (the
 /// same profile's build, or the release one).
 pub fn probe_library() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("ALLOCLAB_PROBE_SO") {
-        return Some(PathBuf::from(p));
-    }
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    [
-        dir.join("liballoclab_probe.so"),
-        dir.join("../liballoclab_probe.so"),
-        dir.join("../release/liballoclab_probe.so"),
-    ]
-    .into_iter()
-    .find(|p| p.exists())
+    built_library("ALLOCLAB_PROBE_SO", "liballoclab_probe.so")
 }
 
 /// `program` under `preload` with liballoclab_probe.so in front of it: the run's figures

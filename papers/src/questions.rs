@@ -39,13 +39,6 @@ pub const METRICS: &[&str] = &[
 fn metric(m: &Measurement, name: &str) -> Option<f64> {
     let x = &m.metrics;
     match name {
-        "wall" => Some(x.wall),
-        "user" => Some(x.user),
-        "sys" => Some(x.sys),
-        "ops_per_sec" => Some(x.ops_per_sec),
-        "peak_rss" => x.peak_rss.map(|v| v as f64),
-        "final_rss" => x.final_rss.map(|v| v as f64),
-        "max_rss_process" => x.max_rss_process.map(|v| v as f64),
         "instructions" => x.instructions.as_ref().map(|i| i.instructions),
         "data_reads" => x.instructions.as_ref().map(|i| i.data_reads),
         "data_writes" => x.instructions.as_ref().map(|i| i.data_writes),
@@ -55,7 +48,7 @@ fn metric(m: &Measurement, name: &str) -> Option<f64> {
             .map(|i| i.data_reads + i.data_writes),
         "d1_misses" => x.instructions.as_ref().map(|i| i.d1_misses),
         "ll_misses" => x.instructions.as_ref().map(|i| i.ll_misses),
-        // The probe's and the rest: as `compare` names them.
+        // The short names above are the studies' own; the rest are as `compare` names them.
         _ => alloclab_measure::analysis::metric(name).and_then(|d| (d.get)(x)),
     }
 }

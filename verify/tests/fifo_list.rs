@@ -9,22 +9,30 @@ use alloclab_policies::{ListLinks, ListRun, RunList};
 use alloclab_verify::{verify_run_reuse_against, ReuseModel, Runs};
 use std::collections::VecDeque;
 
-/// The run that became non-full first serves first.
-struct Fifo;
+/// Runs join the back of the list as they become non-full; `FROM_BACK` says which end serves:
+/// the front (first in, first out) or the back (checks `back` and the tail after removals).
+struct PushBack<const FROM_BACK: bool>;
+
+type Fifo = PushBack<false>;
+type Stack = PushBack<true>;
 
 // SAFETY: a run is in the list exactly from `insert` to `remove`; only listed runs are picked
 // or have their links touched.
-unsafe impl RunReuse for Fifo {
+unsafe impl<const FROM_BACK: bool> RunReuse for PushBack<FROM_BACK> {
     type Links = ListLinks;
     type Bin = RunList;
-    const NAME: &'static str = "fifo";
+    const NAME: &'static str = if FROM_BACK { "back-stack" } else { "fifo" };
 
     fn insert(bin: &mut RunList, run: ListRun) {
         bin.push_back(run);
     }
 
     fn pick(bin: &mut RunList) -> Option<ListRun> {
-        bin.front()
+        if FROM_BACK {
+            bin.back()
+        } else {
+            bin.front()
+        }
     }
 
     fn remove(bin: &mut RunList, run: ListRun, _why: Removal) {
@@ -40,62 +48,23 @@ unsafe impl RunReuse for Fifo {
     }
 }
 
-/// Queue order of becoming non-full.
+/// The order runs became non-full in, served from the same end as `PushBack<FROM_BACK>`.
 #[derive(Default, Debug)]
-struct FifoModel(VecDeque<usize>);
+struct PushBackModel<const FROM_BACK: bool>(VecDeque<usize>);
 
-impl ReuseModel for FifoModel {
+type FifoModel = PushBackModel<false>;
+type StackModel = PushBackModel<true>;
+
+impl<const FROM_BACK: bool> ReuseModel for PushBackModel<FROM_BACK> {
     fn insert(&mut self, run: usize, _runs: &Runs<'_>) {
         self.0.push_back(run);
     }
     fn pick(&mut self, _runs: &Runs<'_>) -> Option<usize> {
-        self.0.front().copied()
-    }
-    fn remove(&mut self, run: usize) {
-        self.0.retain(|&r| r != run);
-    }
-}
-
-/// The same order served from the back: checks `back` and the tail after removals.
-struct Stack;
-
-// SAFETY: as `Fifo`.
-unsafe impl RunReuse for Stack {
-    type Links = ListLinks;
-    type Bin = RunList;
-    const NAME: &'static str = "back-stack";
-
-    fn insert(bin: &mut RunList, run: ListRun) {
-        bin.push_back(run);
-    }
-
-    fn pick(bin: &mut RunList) -> Option<ListRun> {
-        bin.back()
-    }
-
-    fn remove(bin: &mut RunList, run: ListRun, _why: Removal) {
-        bin.remove(run);
-    }
-
-    fn for_each(bin: &RunList, f: &mut dyn FnMut(ListRun)) {
-        bin.for_each(f);
-    }
-
-    fn check(bin: &RunList) -> Result<(), &'static str> {
-        bin.check()
-    }
-}
-
-/// Last in, served first.
-#[derive(Default, Debug)]
-struct StackModel(Vec<usize>);
-
-impl ReuseModel for StackModel {
-    fn insert(&mut self, run: usize, _runs: &Runs<'_>) {
-        self.0.push(run);
-    }
-    fn pick(&mut self, _runs: &Runs<'_>) -> Option<usize> {
-        self.0.last().copied()
+        if FROM_BACK {
+            self.0.back().copied()
+        } else {
+            self.0.front().copied()
+        }
     }
     fn remove(&mut self, run: usize) {
         self.0.retain(|&r| r != run);

@@ -4,13 +4,48 @@
 
 use super::format::slug;
 use crate::analysis::{metric, Analysis, MetricAnalysis};
-use crate::schema::Results;
+use crate::schema::{Measurement, Results};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
 
-fn io_error(e: impl std::fmt::Display) -> std::io::Error {
+pub(super) fn io_error(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::other(format!("drawing a chart: {e}"))
+}
+
+/// The subjects in report order: the plan's, then any others measured.
+pub(super) fn subjects(results: &Results) -> Vec<&str> {
+    let mut subjects: Vec<&str> = results.plan.subjects.iter().map(String::as_str).collect();
+    for m in &results.measurements {
+        if !subjects.contains(&m.subject.as_str()) {
+            subjects.push(&m.subject);
+        }
+    }
+    subjects
+}
+
+/// The (workload, threads) cells, in first-measured order, of measurements that `has`.
+pub(super) fn cells(results: &Results, has: impl Fn(&Measurement) -> bool) -> Vec<(&str, usize)> {
+    let mut cells: Vec<(&str, usize)> = Vec::new();
+    for m in results.measurements.iter().filter(|m| has(m)) {
+        let c = (m.workload.as_str(), m.threads);
+        if !cells.contains(&c) {
+            cells.push(c);
+        }
+    }
+    cells
+}
+
+/// The measured (not warm-up) invocations of `subject` in one cell.
+pub(super) fn invocations<'a>(
+    results: &'a Results,
+    subject: &'a str,
+    workload: &'a str,
+    threads: usize,
+) -> impl Iterator<Item = &'a Measurement> {
+    results.measurements.iter().filter(move |m| {
+        !m.warmup && m.subject == subject && m.workload == workload && m.threads == threads
+    })
 }
 
 /// Writes `<workload>-time.svg` and `<workload>-memory.svg` for every workload with figures.

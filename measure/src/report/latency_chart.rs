@@ -4,8 +4,10 @@
 //! call on top), so the tail gets as much room as the body. One line per subject through the
 //! medians over invocations of each percentile.
 
+use super::charts::{cells, invocations, io_error, subjects};
 use super::format::slug;
 use crate::schema::{Ladder, Results};
+use crate::stats::median;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -23,20 +25,6 @@ fn rungs(l: &Ladder) -> [f64; 6] {
     [l.p50, l.p90, l.p99, l.p999, l.p9999, l.max]
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
-}
-
 /// Per subject (plan order), the median over its measured invocations of each rung.
 pub(super) fn ladders(
     results: &Results,
@@ -44,19 +32,8 @@ pub(super) fn ladders(
     threads: usize,
 ) -> Vec<(String, [f64; 6])> {
     let mut out = Vec::new();
-    let mut subjects: Vec<&str> = results.plan.subjects.iter().map(String::as_str).collect();
-    for m in &results.measurements {
-        if !subjects.contains(&m.subject.as_str()) {
-            subjects.push(&m.subject);
-        }
-    }
-    for s in subjects {
-        let mine: Vec<[f64; 6]> = results
-            .measurements
-            .iter()
-            .filter(|m| {
-                !m.warmup && m.subject == s && m.workload == workload && m.threads == threads
-            })
+    for s in subjects(results) {
+        let mine: Vec<[f64; 6]> = invocations(results, s, workload, threads)
             .filter_map(|m| m.metrics.probe.as_ref().map(|p| rungs(&p.latency)))
             .collect();
         if mine.is_empty() {
@@ -64,28 +41,22 @@ pub(super) fn ladders(
         }
         let mut l = [0.0; 6];
         for (k, v) in l.iter_mut().enumerate() {
-            *v = median(mine.iter().map(|r| r[k]).collect()).unwrap_or(f64::NAN);
+            let finite: Vec<f64> = mine
+                .iter()
+                .map(|r| r[k])
+                .filter(|x| x.is_finite())
+                .collect();
+            *v = median(&finite);
         }
         out.push((s.to_string(), l));
     }
     out
 }
 
-fn io_error(e: impl std::fmt::Display) -> std::io::Error {
-    std::io::Error::other(format!("drawing a chart: {e}"))
-}
-
 /// Writes one latency chart per workload and thread count that has probe figures.
 pub(super) fn write(results: &Results, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut cells: Vec<(&str, usize)> = Vec::new();
-    for m in &results.measurements {
-        let c = (m.workload.as_str(), m.threads);
-        if m.metrics.probe.is_some() && !cells.contains(&c) {
-            cells.push(c);
-        }
-    }
     let mut written = Vec::new();
-    for (workload, threads) in cells {
+    for (workload, threads) in cells(results, |m| m.metrics.probe.is_some()) {
         let lines = ladders(results, workload, threads);
         let path = dir.join(format!("{}-{threads}t-latency.svg", slug(workload)));
         draw(&path, workload, threads, results.plan.reps, &lines)?;
@@ -201,7 +172,7 @@ mod tests {
         p50s.sort_by(f64::total_cmp);
         let lines = ladders(&r, &w, t);
         let mine = lines.iter().find(|(n, _)| *n == s).unwrap();
-        assert_eq!(Some(mine.1[0]), median(p50s));
+        assert_eq!(mine.1[0], median(&p50s));
         assert!(mine.1.windows(2).all(|p| p[0] < p[1]), "{:?}", mine.1);
 
         let dir = std::env::temp_dir().join(format!("alloclab-latency-{}", std::process::id()));

@@ -3,8 +3,10 @@
 //! its end) and read at 50 evenly spaced points; a subject's line is the median over its
 //! invocations at each point, with a band from the lowest to the highest.
 
+use super::charts::{cells, invocations, io_error, subjects};
 use super::format::slug;
 use crate::schema::{MemoryOverTime, Results};
+use crate::stats::median;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -31,20 +33,9 @@ fn normalized(m: &MemoryOverTime) -> Option<Vec<f64>> {
 type Band = Vec<(f64, f64, f64)>;
 
 pub(super) fn bands(results: &Results, workload: &str, threads: usize) -> Vec<(String, Band)> {
-    let mut subjects: Vec<&str> = results.plan.subjects.iter().map(String::as_str).collect();
-    for m in &results.measurements {
-        if !subjects.contains(&m.subject.as_str()) {
-            subjects.push(&m.subject);
-        }
-    }
     let mut out = Vec::new();
-    for s in subjects {
-        let curves: Vec<Vec<f64>> = results
-            .measurements
-            .iter()
-            .filter(|m| {
-                !m.warmup && m.subject == s && m.workload == workload && m.threads == threads
-            })
+    for s in subjects(results) {
+        let curves: Vec<Vec<f64>> = invocations(results, s, workload, threads)
             .filter_map(|m| m.metrics.memory.as_ref().and_then(normalized))
             .collect();
         if curves.is_empty() {
@@ -52,15 +43,10 @@ pub(super) fn bands(results: &Results, workload: &str, threads: usize) -> Vec<(S
         }
         let band = (0..POINTS)
             .map(|i| {
-                let mut v: Vec<f64> = curves.iter().map(|c| c[i]).collect();
-                v.sort_by(f64::total_cmp);
-                let n = v.len();
-                let median = if n % 2 == 1 {
-                    v[n / 2]
-                } else {
-                    (v[n / 2 - 1] + v[n / 2]) / 2.0
-                };
-                (median, v[0], v[n - 1])
+                let v: Vec<f64> = curves.iter().map(|c| c[i]).collect();
+                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                (median(&v), lo, hi)
             })
             .collect();
         out.push((s.to_string(), band));
@@ -68,21 +54,10 @@ pub(super) fn bands(results: &Results, workload: &str, threads: usize) -> Vec<(S
     out
 }
 
-fn io_error(e: impl std::fmt::Display) -> std::io::Error {
-    std::io::Error::other(format!("drawing a chart: {e}"))
-}
-
 /// Writes one chart per workload and thread count with memory curves.
 pub(super) fn write(results: &Results, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut cells: Vec<(&str, usize)> = Vec::new();
-    for m in &results.measurements {
-        let c = (m.workload.as_str(), m.threads);
-        if m.metrics.memory.is_some() && !cells.contains(&c) {
-            cells.push(c);
-        }
-    }
     let mut written = Vec::new();
-    for (workload, threads) in cells {
+    for (workload, threads) in cells(results, |m| m.metrics.memory.is_some()) {
         let lines = bands(results, workload, threads);
         let path = dir.join(format!(
             "{}-{threads}t-memory-over-time.svg",
