@@ -89,6 +89,8 @@ cargo build --workspace --lib --tests
 target_dir="${CARGO_TARGET_DIR:-target}"
 case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
 ALLOCLAB_SO="$target_dir/debug/liballoclab.so" \
+    ALLOCLAB_PRODUCTION_SO="$target_dir/debug/liballoclab_production.so" \
+    ALLOCLAB_DEBUG_SO="$target_dir/debug/liballoclab_debug.so" \
     ALLOCLAB_PROBE_SO="$target_dir/debug/liballoclab_probe.so" cargo test --workspace
 
 step "compare on a real slurm cluster: a 3-task job array of shards, merged (papers/slurm)"
@@ -102,8 +104,9 @@ fi
 
 step "liballoclab.so: the release build under the preload tests"
 # `cargo test` above ran them on the dev build (debug assertions on); this is the library
-# `cargo build --release -p liballoclab` ships.
-cargo build --release -p liballoclab
+# `cargo build --release -p liballoclab` ships, with the production and debug builds of one
+# config beside it (preload/tests/builds.rs).
+cargo build --release -p liballoclab -p liballoclab-production -p liballoclab-debug
 # The start-up layout (preload/so/startup.order) must name this build's symbols.
 scripts/startup-order.sh --check
 # The preload test binaries `cargo test --workspace` built above, run again: `cargo test -p
@@ -120,7 +123,9 @@ for line in sys.stdin:
 [ -n "$preload_tests" ] || { echo "no preload test binaries found"; exit 1; }
 for test_binary in $preload_tests; do
     echo "running $test_binary"
-    (cd preload && ALLOCLAB_SO="$target_dir/release/liballoclab.so" "$test_binary")
+    (cd preload && ALLOCLAB_SO="$target_dir/release/liballoclab.so" \
+        ALLOCLAB_PRODUCTION_SO="$target_dir/release/liballoclab_production.so" \
+        ALLOCLAB_DEBUG_SO="$target_dir/release/liballoclab_debug.so" "$test_binary")
 done
 
 step "liballoclab_probe.so: the release build under its tests"

@@ -231,6 +231,22 @@ pub fn liballoclab() -> Option<PathBuf> {
     built_library("ALLOCLAB_SO", "liballoclab.so")
 }
 
+/// How to get the two builds of one config the debug-options study runs.
+pub const BUILDS_HINT: &str = "build them with `cargo build --release -p liballoclab-production \
+     -p liballoclab-debug`, or name them with ALLOCLAB_PRODUCTION_SO and ALLOCLAB_DEBUG_SO";
+
+/// liballoclab_production.so (the `lifo` config, debug checks compiled out): named by
+/// `ALLOCLAB_PRODUCTION_SO`, or next to the running binary.
+pub fn production_library() -> Option<PathBuf> {
+    built_library("ALLOCLAB_PRODUCTION_SO", "liballoclab_production.so")
+}
+
+/// liballoclab_debug.so (the `lifo` config, every check compiled in, the debug profile built
+/// in): named by `ALLOCLAB_DEBUG_SO`, or next to the running binary.
+pub fn debug_library() -> Option<PathBuf> {
+    built_library("ALLOCLAB_DEBUG_SO", "liballoclab_debug.so")
+}
+
 /// A library the workspace builds: the path in the environment variable `var`, or `file`
 /// next to the running binary, in its parent (a test binary's `deps/`) or in the release
 /// directory beside it.

@@ -10,7 +10,8 @@
 
 use super::{Grid, Question, Study};
 use alloclab_measure::programs::{
-    compile_c, liballoclab, peer_preloads, Preload, Program, LIBALLOCLAB_HINT,
+    compile_c, debug_library, liballoclab, peer_preloads, production_library, Preload, Program,
+    BUILDS_HINT, LIBALLOCLAB_HINT,
 };
 use alloclab_measure::subjects::SubjectEntry;
 use std::path::Path;
@@ -66,6 +67,26 @@ fn programs(dir: &Path) -> Result<(Vec<Program>, Vec<Preload>), String> {
             env: vec![("ALLOCLAB_CONF".into(), conf.into())],
         });
     }
+    // The seed's two builds: checks compiled out, and compiled in and on by default. Both run
+    // on an empty ALLOCLAB_CONF, so that one in the caller's environment cannot reach them.
+    let (Some(production), Some(debug)) = (production_library(), debug_library()) else {
+        return Err(format!(
+            "liballoclab_production.so or liballoclab_debug.so not found: {BUILDS_HINT}"
+        ));
+    };
+    preloads.push(Preload {
+        name: "alloclab-production".into(),
+        describe: "liballoclab_production.so: config lifo, debug checks compiled out".into(),
+        library: Some(production),
+        env: vec![("ALLOCLAB_CONF".into(), String::new())],
+    });
+    preloads.push(Preload {
+        name: "alloclab-debug-build".into(),
+        describe: "liballoclab_debug.so: config lifo, checks compiled in, profile:debug built in"
+            .into(),
+        library: Some(debug),
+        env: vec![("ALLOCLAB_CONF".into(), String::new())],
+    });
     let tiny = Program {
         name: "tiny-malloc".into(),
         binary,
@@ -92,9 +113,11 @@ pub fn study() -> Study {
             "jemalloc",
             "mimalloc",
             "tcmalloc",
+            "alloclab-production",
             "alloclab-off",
             "alloclab-hardened",
             "alloclab-debug",
+            "alloclab-debug-build",
         ],
         baseline: "system",
         full: Grid {
@@ -110,6 +133,21 @@ pub fn study() -> Study {
             scale: 1.0,
         },
         questions: &[
+            Question {
+                subject: "alloclab-debug-build",
+                reference: "alloclab-production",
+                text: "the seed's question: a debug build against a production build",
+            },
+            Question {
+                subject: "alloclab-off",
+                reference: "alloclab-production",
+                text: "checks compiled in and off at run time against compiled out",
+            },
+            Question {
+                subject: "alloclab-debug",
+                reference: "alloclab-debug-build",
+                text: "the debug profile chosen at run time against built in",
+            },
             Question {
                 subject: "alloclab-hardened",
                 reference: "alloclab-off",

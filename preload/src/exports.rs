@@ -22,6 +22,10 @@
 ///   every other `ALLOCLAB_CONF` option (statistics, log, `narenas`, `dirty_max`, ...) works
 ///   as in liballoclab.so, `stats_print` names `C`, and the policy keys are reported as
 ///   ignored.
+/// - `export!(C, "profile:debug,...")`: as `export!(C)`, with a conf built into the library
+///   (as jemalloc's `--with-malloc-conf`): its entries apply first, and `ALLOCLAB_CONF`'s
+///   after them, so the environment can still override each one. A bad built-in entry is
+///   reported at start-up as a bad `ALLOCLAB_CONF` entry is.
 ///
 /// ```text
 /// // src/lib.rs of a crate with `[lib] crate-type = ["cdylib"]`
@@ -32,12 +36,22 @@
 #[macro_export]
 macro_rules! export {
     () => {
-        $crate::export!(@symbols $crate::installer::install_selected);
+        $crate::export!(@symbols $crate::installer::install_selected, "");
     };
     ($config:ty) => {
-        $crate::export!(@symbols $crate::installer::install_config::<$config>);
+        $crate::export!(@symbols $crate::installer::install_config::<$config>, "");
     };
-    (@symbols $install:expr) => {
+    ($config:ty, $conf:literal) => {
+        $crate::export!(@symbols $crate::installer::install_config::<$config>, $conf);
+    };
+    (@symbols $install:expr, $conf:literal) => {
+        /// The conf this library was built with, applied before `ALLOCLAB_CONF`.
+        #[no_mangle]
+        #[doc(hidden)]
+        pub fn alloclab_preload_built_in_conf() -> &'static str {
+            $conf
+        }
+
         /// The heap installer `init.rs` calls once, at start-up (`installer.rs`).
         #[no_mangle]
         #[doc(hidden)]

@@ -72,6 +72,26 @@ unsafe fn install(conf: &Conf) -> &'static Ops {
     unsafe { alloclab_preload_install(conf) }
 }
 
+// Also defined by `export!`: the conf the library was built with (`export!(C, "...")`), empty
+// unless given, applied before `ALLOCLAB_CONF` (jemalloc's `--with-malloc-conf`).
+#[cfg(not(test))]
+extern "Rust" {
+    fn alloclab_preload_built_in_conf() -> &'static str;
+}
+
+/// The library's built-in conf.
+#[cfg(not(test))]
+fn built_in_conf() -> &'static str {
+    // SAFETY: `export!` defines the symbol with this signature; it only returns a literal.
+    unsafe { alloclab_preload_built_in_conf() }
+}
+
+/// The unit-test binary has no `export!`, so no built-in conf.
+#[cfg(test)]
+fn built_in_conf() -> &'static str {
+    ""
+}
+
 /// The unit-test binary has no `export!`: it builds the selected heap directly.
 ///
 /// # Safety
@@ -197,7 +217,12 @@ fn parse_conf(lookup: crate::env::Lookup<'_>) -> Conf {
             b""
         }
     };
-    let parsed = parse::parse(input, &mut parse::print_bad);
+    let built_in = parse::parse(built_in_conf().as_bytes(), &mut |b| {
+        parse::print_bad_from("built-in conf", b)
+    });
+    let mut parsed = parse::parse_onto(built_in.conf, input, &mut parse::print_bad);
+    parsed.bad += built_in.bad;
+    parsed.help |= built_in.help;
     if parsed.help {
         let _ = parse::write_help(&mut FdWriter::new(2));
     }

@@ -32,7 +32,13 @@ pub struct Bad<'a> {
 
 /// Parses `input`, calling `report` for each bad entry.
 pub fn parse(input: &[u8], report: &mut dyn FnMut(Bad<'_>)) -> Parsed {
-    let mut conf = Conf::defaults();
+    parse_onto(Conf::defaults(), input, report)
+}
+
+/// Parses `input` on top of `conf`: its entries apply after those that made `conf`, as if
+/// they followed them in one string (a library's built-in conf, then `ALLOCLAB_CONF`).
+pub fn parse_onto(conf: Conf, input: &[u8], report: &mut dyn FnMut(Bad<'_>)) -> Parsed {
+    let mut conf = conf;
     let mut bad = 0;
     let mut help = false;
     for raw in input.split(|&b| b == b',') {
@@ -72,8 +78,15 @@ pub fn parse(input: &[u8], report: &mut dyn FnMut(Bad<'_>)) -> Parsed {
 /// Prints a bad entry as one line: `alloclab: ALLOCLAB_CONF entry 'x:y': why (expected ...);
 /// ignored`.
 pub fn print_bad(b: Bad<'_>) {
+    print_bad_from("ALLOCLAB_CONF", b);
+}
+
+/// Prints a bad entry of `source` (`ALLOCLAB_CONF`, or the library's built-in conf) as
+/// [`print_bad`] does.
+pub fn print_bad_from(source: &str, b: Bad<'_>) {
     let mut l = Line::new();
-    l.str("ALLOCLAB_CONF entry '")
+    l.str(source)
+        .str(" entry '")
         .bytes(b.entry)
         .str("': ")
         .str(b.why);
@@ -141,6 +154,30 @@ mod tests {
         let s = p.conf.selection();
         assert_eq!((s.reuse, s.current_run), (Reuse::Lifo, true));
         assert!(p.help);
+    }
+
+    #[test]
+    fn the_environment_applies_on_top_of_a_built_in_conf() {
+        let built_in = parse(b"profile:debug,narenas:4", &mut |_| panic!("bad"));
+        // Left alone, the built-in entries stand.
+        let alone = parse_onto(built_in.conf, b"", &mut |_| panic!("bad"));
+        assert_eq!(alone.conf.safety(), alloclab_core::Safety::DEBUG);
+        assert_eq!(alone.conf.selection().options.narenas, 4);
+        // The environment's entries come after them: a later profile replaces the built-in
+        // one, an explicit option overrides it, and untouched built-in entries remain.
+        let env = parse_onto(built_in.conf, b"profile:default,poison:all", &mut |_| {
+            panic!("bad")
+        });
+        let safety = env.conf.safety();
+        assert_eq!(safety.poison, alloclab_core::Poison::All);
+        assert_eq!(
+            alloclab_core::Safety {
+                poison: alloclab_core::Poison::None,
+                ..safety
+            },
+            alloclab_core::Safety::OFF
+        );
+        assert_eq!(env.conf.selection().options.narenas, 4);
     }
 
     #[test]

@@ -16,40 +16,44 @@ use std::time::{Duration, Instant};
 /// the cargo that runs the tests (a cdylib is not built for integration tests by itself).
 pub fn so() -> &'static Path {
     static SO: OnceLock<PathBuf> = OnceLock::new();
-    SO.get_or_init(|| {
-        if let Some(p) = std::env::var_os("ALLOCLAB_SO") {
-            let p = PathBuf::from(p);
-            assert!(p.is_file(), "ALLOCLAB_SO={} does not exist", p.display());
-            return std::fs::canonicalize(p).unwrap();
+    SO.get_or_init(|| library("liballoclab", "liballoclab.so", "ALLOCLAB_SO"))
+}
+
+/// The cdylib `file` of workspace package `package`: the path in `$var` if set, else built
+/// now, as [`so`] builds liballoclab.so.
+pub fn library(package: &str, file: &str, var: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(var) {
+        let p = PathBuf::from(p);
+        assert!(p.is_file(), "{var}={} does not exist", p.display());
+        return std::fs::canonicalize(p).unwrap();
+    }
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+    let target_dir = profile_dir.parent().unwrap();
+    let profile = profile_dir.file_name().unwrap().to_str().unwrap();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--quiet", "-p", package, "--target-dir"])
+        .arg(target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    match profile {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
         }
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-        let target_dir = profile_dir.parent().unwrap();
-        let profile = profile_dir.file_name().unwrap().to_str().unwrap();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--quiet", "-p", "liballoclab", "--target-dir"])
-            .arg(target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        match profile {
-            "debug" => {}
-            "release" => {
-                cmd.arg("--release");
-            }
-            other => {
-                cmd.args(["--profile", other]);
-            }
+        other => {
+            cmd.args(["--profile", other]);
         }
-        let out = cmd.output().expect("run cargo to build liballoclab.so");
-        assert!(
-            out.status.success(),
-            "building liballoclab.so failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let so = profile_dir.join("liballoclab.so");
-        assert!(so.is_file(), "{} was not built", so.display());
-        so
-    })
+    }
+    let out = cmd.output().expect("run cargo to build a cdylib");
+    assert!(
+        out.status.success(),
+        "building {file} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let so = profile_dir.join(file);
+    assert!(so.is_file(), "{} was not built", so.display());
+    so
 }
 
 /// A scratch directory for this test binary.
