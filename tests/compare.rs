@@ -801,3 +801,51 @@ fn the_probe_times_in_process_subjects_and_programs_alike() {
         assert!(err.contains(says), "{err}");
     }
 }
+
+/// `--instructions` counts inside the allocator's entry points: a count of zero would mean
+/// callgrind's collection pattern names a symbol that no longer exists (as it did once the
+/// `Subject` trait moved crates), and every instruction pass would print nothing but zeros.
+#[test]
+fn instruction_counts_are_collected_inside_the_allocator() {
+    let out = scratch("instructions");
+    let o = out.to_str().unwrap();
+    ok(&[
+        "compare",
+        "--instructions",
+        "--out",
+        o,
+        "--subjects",
+        "lifo,lifo-tcache",
+        "--baseline",
+        "lifo",
+        "--workloads",
+        "churn",
+        "--threads",
+        "1",
+        "--reps",
+        "1",
+        "--scale",
+        "0.002",
+        "--no-progress",
+    ]);
+    let text = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let results: Results = serde_json::from_str(&text).unwrap();
+    let measured: Vec<(&str, f64)> = results
+        .measurements
+        .iter()
+        .filter(|m| !m.warmup)
+        .map(|m| {
+            let per_op = m.metrics.instructions.as_ref().map(|i| i.instructions);
+            (m.subject.as_str(), per_op.unwrap_or(0.0))
+        })
+        .collect();
+    assert_eq!(measured.len(), 2, "{measured:?}");
+    for (subject, per_op) in &measured {
+        // A malloc or free of the engine is tens to a few hundred instructions.
+        assert!(
+            (5.0..5000.0).contains(per_op),
+            "{subject}: {per_op} instructions per operation"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}

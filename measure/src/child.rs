@@ -229,7 +229,7 @@ impl Spawn {
                 // counts are the allocator's own, per call.
                 for f in SUBJECT_CALLS {
                     c.arg(format!(
-                        "--toggle-collect=*as alloclab::subject::Subject>::{f}"
+                        "--toggle-collect=*as alloclab_traces::subject::Subject>::{f}"
                     ));
                 }
                 c.arg(format!(
