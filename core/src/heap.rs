@@ -20,7 +20,7 @@ use crate::os;
 use crate::page_map::{Owner, PageMap};
 use crate::policy::{ArenaChoice, Config, FrontEnd, Options, TcacheCheck};
 use crate::report::fatal;
-use crate::safety::{DebugCaps, Safety, CANARY_BYTES, JUNK_BYTE};
+use crate::safety::{DebugCaps, Safety, SamplePath, CANARY_BYTES, JUNK_BYTE};
 use crate::sampled::Sampler;
 use crate::size_class::{
     classify, round_up, SizeClass, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_USABLE_PAGES, PAGE,
@@ -122,6 +122,12 @@ pub struct Heap<C: Config> {
     shared: AtomicPtr<Shared<C>>,
     options: Options,
     _config: PhantomData<fn() -> C>,
+}
+
+/// Whether the thread cache's fast path takes a request of `size` bytes aligned to `align`.
+#[inline(always)]
+fn cacheable(size: usize, align: usize) -> bool {
+    align <= crate::size_class::QUANTUM && size <= crate::size_class::SMALL_MAX
 }
 
 impl<C: Config> Heap<C> {
@@ -237,7 +243,10 @@ impl<C: Config> Heap<C> {
                     dirty_max,
                     safety,
                     alloc_hooks: safety.needs().intersects(ALLOC_HOOKS),
-                    cache_on: C::Front::CACHE && safety.needs() == DebugCaps::NONE,
+                    // Sampling leaves the cache on: sampled allocations never enter it (their
+                    // slots are not in any chunk, so the cache's free path passes them on).
+                    cache_on: C::Front::CACHE
+                        && safety.needs().without(DebugCaps::SAMPLE).is_none(),
                     plain: safety.needs() == DebugCaps::NONE,
                     special_ptrs: safety
                         .needs()
@@ -476,7 +485,7 @@ impl<C: Config> Heap<C> {
         };
         if C::DEBUG.contains(DebugCaps::SAMPLE)
             && s.sampler.on()
-            && s.sampler.should_sample(size, align)
+            && self.sample_slow(s, size, align)
         {
             let p = Self::allocate_sampled(s, size, align, zero);
             if !p.is_null() {
@@ -507,6 +516,46 @@ impl<C: Config> Heap<C> {
             Some(SizeClass::Huge(bytes)) => s.huge.alloc(bytes, align, &s.base, &s.map),
             None => ptr::null_mut(),
         }
+    }
+
+    /// Whether the slow path samples this allocation, as `Config::SAMPLE_PATH` says.
+    /// (`cacheable`: what the thread cache's fast path serves, and so decides for.)
+    #[inline(always)]
+    fn sample_slow(&self, s: &Shared<C>, size: usize, align: usize) -> bool {
+        match C::SAMPLE_PATH {
+            SamplePath::SlowPath => s.sampler.should_sample(size, align),
+            // The cache's fast path already counted what it could serve.
+            SamplePath::Countdown => {
+                !(C::Front::CACHE && cacheable(size, align)) && s.sampler.should_sample(size, align)
+            }
+            // A gate opened earlier is taken first: the decision below opens it for the next
+            // allocation, not this one.
+            SamplePath::Gate => {
+                if s.sampler.take_gate(size, align) {
+                    return true;
+                }
+                if s.sampler.should_sample(size, align) {
+                    s.sampler.open_gate();
+                }
+                false
+            }
+        }
+    }
+
+    /// The sampling decision on the thread cache's fast path (`SamplePath::Countdown` and
+    /// `Gate`): a sampled allocation, or `None` to go on.
+    #[inline(always)]
+    fn sample_fast(s: &Shared<C>, size: usize, align: usize, zero: bool) -> Option<*mut u8> {
+        let take = match C::SAMPLE_PATH {
+            SamplePath::SlowPath => false,
+            SamplePath::Countdown => s.sampler.on() && s.sampler.should_sample(size, align),
+            SamplePath::Gate => s.sampler.take_gate(size, align),
+        };
+        if !take {
+            return None;
+        }
+        let p = Self::allocate_sampled(s, size, align, zero);
+        (!p.is_null()).then_some(p)
     }
 
     /// A sampled allocation (`sampled.rs`), or null if the pool is full.

@@ -95,7 +95,7 @@ pub use policy::{
     ArenaChoice, ArenaCtx, Config, FrontEnd, Options, Removal, RunReuse, TcacheCheck,
 };
 pub use run::RunRef;
-pub use safety::{DebugCaps, Poison, Safety};
+pub use safety::{DebugCaps, Poison, Safety, SamplePath};
 pub use stats::{ArenaStats, BinStats, Stats};
 #[cfg(loom)]
 pub use thread::loom_thread_exit;

@@ -10,7 +10,7 @@
 //! Concrete policies live in `alloclab-policies`; this crate knows none of them.
 
 use crate::run::RunRef;
-use crate::safety::{DebugCaps, Safety};
+use crate::safety::{DebugCaps, Safety, SamplePath};
 pub use crate::thread::ArenaCtx;
 
 /// Why a run leaves a policy's set of non-full runs.
@@ -193,6 +193,9 @@ pub trait Config: 'static {
     /// default, none, compiles every check away; `DebugCaps::ALL` makes each one a run-time
     /// choice (one test of a flag when off).
     const DEBUG: DebugCaps = DebugCaps::NONE;
+    /// With `DebugCaps::SAMPLE` compiled in and a thread cache in front: where the sampling
+    /// decision is made ([`SamplePath`]; the default keeps the cache's fast path free of it).
+    const SAMPLE_PATH: SamplePath = SamplePath::SlowPath;
 
     /// Writes a full description: the name, then the policies (the front end if it caches).
     fn describe(w: &mut dyn core::fmt::Write) -> core::fmt::Result {

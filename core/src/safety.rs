@@ -19,6 +19,25 @@
 //! Fresh pages from the OS are never filled or checked: they are zero, and a region that was
 //! never handed out is skipped by the reuse check.
 
+/// Where a heap with a thread cache decides whether an allocation is sampled
+/// (`Config::SAMPLE_PATH`): the decision implementations KFENCE's authors compared, chosen
+/// when the config is compiled. In a heap without a thread cache every allocation takes the
+/// slow path, and the three differ only in `Gate` sampling the allocation after the decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SamplePath {
+    /// Only allocations that miss the thread cache count down and may be sampled: the cache's
+    /// fast path has no sampling code at all (KFENCE's "stealing": samples are taken where
+    /// the main allocator refills). `sample: N` then means one in N cache misses.
+    SlowPath,
+    /// Every allocation counts down, the fast path included: a thread-local counter and a
+    /// branch on every `malloc` (KFENCE's naive per-CPU counter).
+    Countdown,
+    /// Every allocation tests one shared flag, which the slow path's countdown (or clock)
+    /// opens; the next allocation on any thread closes it and is sampled. The stand-in for a
+    /// static key: one load of a read-mostly cache line where the kernel patches a no-op.
+    Gate,
+}
+
 /// Debug capabilities, compiled into a configuration (`Config::DEBUG`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DebugCaps(u8);
@@ -58,6 +77,11 @@ impl DebugCaps {
     /// Whether any capability of `other` is in `self`.
     pub const fn intersects(self, other: DebugCaps) -> bool {
         self.0 & other.0 != 0
+    }
+
+    /// The capabilities of `self` that are not in `other`.
+    pub const fn without(self, other: DebugCaps) -> DebugCaps {
+        DebugCaps(self.0 & !other.0)
     }
 
     /// Whether this is `NONE`.

@@ -17,6 +17,13 @@
 //! from an allocation of its size, and both stacks, before the process dies as it would have. A double or invalid free of a sampled
 //! allocation is reported the same way by `Heap::free`, then aborts.
 //!
+//! In a heap with a thread cache, sampling alone leaves the cache on, and `Config::SAMPLE_PATH`
+//! says where the countdown runs: on the slow path only (the default: the cache's fast path
+//! has no sampling code, and `sample: N` counts cache misses), on every allocation
+//! (`Countdown`), or on the slow path opening a shared gate that the next allocation, fast path
+//! included, takes (`Gate`). The allocation that starts a heap is never sampled under
+//! `Countdown`: the fast path decides, and it runs only in a started heap.
+//!
 //! Only requests of at most a page, aligned to at most a page, are sampled. The first
 //! sampled allocation of the process calls `backtrace(3)` once without a lock held, which
 //! makes glibc load `libgcc_s` (allocating): the calling thread samples nothing meanwhile.
@@ -28,7 +35,7 @@ use crate::slot_ring::SlotRing;
 use core::cell::Cell;
 use core::ffi::{c_int, c_void};
 use core::fmt::Write;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Slots in a pool.
 pub const SLOTS: usize = 256;
@@ -76,7 +83,14 @@ pub(crate) struct Sampler {
     rate: usize,
     interval_ns: u64,
     deadline: AtomicU64,
+    /// `SamplePath::Gate`: open when the next allocation is to be sampled. Written once per
+    /// sample, read by every allocation: a line of its own, so that the writes to `deadline`
+    /// do not take it away from the readers.
+    gate: Gate,
 }
+
+#[repr(align(64))]
+struct Gate(AtomicBool);
 
 // SAFETY: the slot records are read and written only under the ring's lock (the fault
 // handler reads them without it, after the faulting thread stopped: see `on_fault`); the rest
@@ -145,6 +159,7 @@ impl Sampler {
             rate: 0,
             interval_ns: 0,
             deadline: AtomicU64::new(0),
+            gate: Gate(AtomicBool::new(false)),
         }
     }
 
@@ -172,6 +187,7 @@ impl Sampler {
             rate,
             interval_ns,
             deadline: AtomicU64::new(now_ns() + interval_ns),
+            gate: Gate(AtomicBool::new(false)),
         }
     }
 
@@ -209,6 +225,24 @@ impl Sampler {
             }
             self.countdown_ended(t)
         })
+    }
+
+    /// `SamplePath::Gate`: lets the next allocation of at most a page, on any thread, be
+    /// sampled.
+    #[cold]
+    pub fn open_gate(&self) {
+        self.gate.0.store(true, Ordering::Relaxed);
+    }
+
+    /// `SamplePath::Gate`: whether this allocation (of `size` bytes aligned to `align`) is
+    /// the one to be sampled: the gate was open and this call closed it. While it is closed,
+    /// one relaxed load.
+    #[inline(always)]
+    pub fn take_gate(&self, size: usize, align: usize) -> bool {
+        self.gate.0.load(Ordering::Relaxed)
+            && size <= PAGE
+            && align <= PAGE
+            && self.gate.0.swap(false, Ordering::Relaxed)
     }
 
     #[cold]

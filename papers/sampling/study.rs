@@ -5,11 +5,50 @@
 //! apart over five runs). Here the debug-capable heap samples one allocation in 100, 1000 or
 //! 16384, or one per millisecond or per 100 ms, against sampling off and against the checks
 //! compiled out; medians of repeated runs with intervals, and callgrind's counts.
+//!
+//! The seed's own comparison is of decision implementations, on an allocator with a per-CPU
+//! fast path: a naive counter on every allocation, a static key opened by a timer, and
+//! stealing (the decision where the allocator refills). Here they are the three
+//! `Config::SAMPLE_PATH`s of `lifo-tcache` with only the sampling check compiled in
+//! (`Countdown`, `Gate`, `SlowPath`), each sampling one allocation per 100 ms as the seed's
+//! static keys did, against `lifo-tcache` itself (nothing compiled in) and against the same
+//! heap with the check compiled in and sampling off.
 
 use super::checked::{checked_variant, entry};
 use super::{Grid, InstructionPass, Question, Study};
-use alloclab_core::Safety;
+use alloclab_core::{Config, DebugCaps, Safety, SamplePath};
 use alloclab_measure::subjects::SubjectEntry;
+use alloclab_policies::{Lifo, ThreadCache, ThreadLocal};
+
+/// `lifo-tcache` with only the sampling check compiled in, deciding at `$path`.
+macro_rules! sampling_tcache {
+    ($name:ident, $path:expr) => {
+        /// `lifo-tcache`, only sampling compiled in.
+        pub struct $name;
+        impl Config for $name {
+            type Reuse = Lifo;
+            type Arenas = ThreadLocal;
+            type Front = ThreadCache;
+            const NAME: &'static str = stringify!($name);
+            const DEBUG: DebugCaps = DebugCaps::SAMPLE;
+            const SAMPLE_PATH: SamplePath = $path;
+        }
+    };
+}
+sampling_tcache!(NaiveTcache, SamplePath::Countdown);
+sampling_tcache!(GateTcache, SamplePath::Gate);
+sampling_tcache!(StealTcache, SamplePath::SlowPath);
+
+/// One per 100 ms, the seed's interval.
+const EVERY_100_MS: Safety = Safety {
+    sample_ms: 100,
+    ..Safety::OFF
+};
+
+checked_variant!(tcache_check_off, StealTcache, Safety::OFF);
+checked_variant!(naive_100ms, NaiveTcache, EVERY_100_MS);
+checked_variant!(gate_100ms, GateTcache, EVERY_100_MS);
+checked_variant!(steal_100ms, StealTcache, EVERY_100_MS);
 
 checked_variant!(sample_off, Safety::OFF);
 checked_variant!(
@@ -56,6 +95,10 @@ fn variants() -> Vec<SubjectEntry> {
         entry("sample-16384", sample_16384),
         entry("sample-ms-1", sample_ms_1),
         entry("sample-ms-100", sample_ms_100),
+        entry("tcache-check-off", tcache_check_off),
+        entry("naive-100ms", naive_100ms),
+        entry("gate-100ms", gate_100ms),
+        entry("steal-100ms", steal_100ms),
     ]
 }
 
@@ -73,6 +116,11 @@ pub fn study() -> Study {
             "sample-ms-1",
             "sample-ms-100",
             "lifo",
+            "tcache-check-off",
+            "naive-100ms",
+            "gate-100ms",
+            "steal-100ms",
+            "lifo-tcache",
         ],
         baseline: "sample-off",
         full: Grid {
@@ -88,6 +136,31 @@ pub fn study() -> Study {
             scale: 0.1,
         },
         questions: &[
+            Question {
+                subject: "naive-100ms",
+                reference: "lifo-tcache",
+                text: "the seed's naive counter (a countdown on every allocation) against no sampling compiled in",
+            },
+            Question {
+                subject: "gate-100ms",
+                reference: "lifo-tcache",
+                text: "the seed's static key (a shared gate) against no sampling compiled in",
+            },
+            Question {
+                subject: "steal-100ms",
+                reference: "lifo-tcache",
+                text: "the seed's stealing (decided on the slow path) against no sampling compiled in",
+            },
+            Question {
+                subject: "tcache-check-off",
+                reference: "lifo-tcache",
+                text: "only the sampling check compiled in, sampling off, against nothing compiled in",
+            },
+            Question {
+                subject: "naive-100ms",
+                reference: "steal-100ms",
+                text: "the naive counter against stealing",
+            },
             Question {
                 subject: "sample-100",
                 reference: "sample-off",

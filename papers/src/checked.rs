@@ -18,18 +18,20 @@ impl Config for Checked {
 }
 
 /// `checked_variant!(name, safety)` defines `fn name() -> Box<dyn Subject>`: a fresh
-/// `Heap<Checked>` with `safety` as its options.
+/// `Heap<Checked>` with `safety` as its options; `checked_variant!(name, Config, safety)` the
+/// same with a config of the study's own.
 macro_rules! checked_variant {
     ($name:ident, $safety:expr) => {
+        $crate::checked::checked_variant!($name, $crate::checked::Checked, $safety);
+    };
+    ($name:ident, $config:ty, $safety:expr) => {
         fn $name() -> Box<dyn ::alloclab_traces::subject::Subject> {
-            Box::new(
-                alloclab_core::Heap::<$crate::checked::Checked>::with_options(
-                    alloclab_core::Options {
-                        safety: $safety,
-                        ..alloclab_core::Options::DEFAULT
-                    },
-                ),
-            )
+            Box::new(alloclab_core::Heap::<$config>::with_options(
+                alloclab_core::Options {
+                    safety: $safety,
+                    ..alloclab_core::Options::DEFAULT
+                },
+            ))
         }
     };
 }

@@ -49,6 +49,7 @@ use crate::lock::RawLock;
 use crate::page_map::Owner;
 use crate::policy::{Config, FrontEnd, Options, TcacheCheck};
 use crate::run::{Run, RunHeader};
+use crate::safety::{DebugCaps, SamplePath};
 use crate::size_class::{bin, small_index, CHUNK_HEADER_PAGES, NBINS, QUANTUM, SMALL_MAX};
 use crate::sync::untracked::{AtomicU64, AtomicUsize};
 use crate::sync::{
@@ -409,6 +410,11 @@ impl<C: Config> Heap<C> {
         // (only `alloc_cached` and `free_cached` bind one, and only there).
         if !(align <= QUANTUM && size <= SMALL_MAX) {
             return None;
+        }
+        if C::DEBUG.contains(DebugCaps::SAMPLE) && C::SAMPLE_PATH != SamplePath::SlowPath {
+            if let Some(p) = Self::sample_fast(s, size, align, zero) {
+                return Some(p);
+            }
         }
         let idx = small_index(size);
         let v = thread::front_cache(s.pool.heap_id())?;

@@ -1,0 +1,116 @@
+//! Where a heap with a thread cache decides to sample (`Config::SAMPLE_PATH`): only on the
+//! slow path, on every allocation with a per-thread countdown, or through a shared gate the
+//! slow path opens. Sampling alone leaves the cache on, so the three differ in what they
+//! cost the cache's fast path and in which allocations they can sample.
+
+use alloclab::policies::{Lifo, ThreadCache, ThreadLocal};
+use alloclab::{Config, DebugCaps, Heap, Options, Safety, SamplePath};
+
+macro_rules! cached_sampling {
+    ($name:ident, $path:expr) => {
+        struct $name;
+        impl Config for $name {
+            type Reuse = Lifo;
+            type Arenas = ThreadLocal;
+            type Front = ThreadCache;
+            const NAME: &'static str = stringify!($name);
+            const DEBUG: DebugCaps = DebugCaps::SAMPLE;
+            const SAMPLE_PATH: SamplePath = $path;
+        }
+    };
+}
+cached_sampling!(SlowPath, SamplePath::SlowPath);
+cached_sampling!(Countdown, SamplePath::Countdown);
+cached_sampling!(Gate, SamplePath::Gate);
+
+fn heap<C: Config>(sample: usize) -> Heap<C> {
+    Heap::with_options(Options {
+        safety: Safety {
+            sample,
+            ..Safety::OFF
+        },
+        ..Options::DEFAULT
+    })
+}
+
+/// `malloc(32)` then `free` of it, `n` times: after the first refill every allocation is a
+/// cache hit. Returns how many were sampled (sampled allocations are in no arena's chunk).
+fn reuse_one_region<C: Config>(h: &Heap<C>, n: usize) -> usize {
+    let mut sampled = 0;
+    for _ in 0..n {
+        let p = h.malloc(32);
+        assert!(!p.is_null());
+        sampled += usize::from(h.arena_of(p).is_none());
+        // SAFETY: live, just allocated.
+        unsafe { h.free(p) };
+    }
+    h.check_invariants().unwrap();
+    sampled
+}
+
+/// `n` live `malloc(32)`s, so that the cache refills again and again; then all freed.
+fn keep_many<C: Config>(h: &Heap<C>, n: usize) -> usize {
+    let live: Vec<*mut u8> = (0..n).map(|_| h.malloc(32)).collect();
+    let sampled = live.iter().filter(|&&p| h.arena_of(p).is_none()).count();
+    for p in live {
+        // SAFETY: live.
+        unsafe { h.free(p) };
+    }
+    h.check_invariants().unwrap();
+    sampled
+}
+
+#[test]
+fn a_slow_path_decision_never_samples_cache_hits() {
+    // One in 100 allocations would be about 200 of 20,000.
+    let sampled = reuse_one_region(&heap::<SlowPath>(100), 20_000);
+    assert!(sampled <= 2, "{sampled} cache hits sampled");
+}
+
+#[test]
+fn a_countdown_samples_cache_hits_one_in_n() {
+    let sampled = reuse_one_region(&heap::<Countdown>(100), 20_000);
+    // Expected 200 (delays uniform in 1..=200).
+    assert!(
+        (120..=300).contains(&sampled),
+        "{sampled} of 20,000 sampled"
+    );
+}
+
+#[test]
+fn a_gate_is_opened_by_the_slow_path_and_taken_by_a_later_allocation() {
+    // Only refills decide, so a loop of cache hits is sampled at most once (a gate opened by
+    // the first refill).
+    let hits = reuse_one_region(&heap::<Gate>(1), 20_000);
+    assert!(hits <= 1, "{hits} cache hits sampled");
+    // With every refill deciding "sample" (`sample: 1`), every refill opens the gate and the
+    // allocation after it, a cache hit, is sampled: as many samples as refills, and some.
+    let h = heap::<Gate>(1);
+    let gated = keep_many(&h, 20_000);
+    let slow = keep_many(&heap::<SlowPath>(1), 20_000);
+    assert!(gated > 0, "nothing sampled through the gate");
+    assert!(slow > 0, "nothing sampled on the slow path");
+    // The pool has 256 slots; both stay within it (and lost nothing: invariants checked).
+    assert!(gated <= 256 && slow <= 256, "{gated} {slow}");
+}
+
+#[test]
+fn sampled_allocations_pass_through_the_cache_s_free_and_realloc() {
+    let h = heap::<Countdown>(1);
+    // The allocation that starts the heap is not counted (the fast path decides, and it runs
+    // only in a started heap); after it, every allocation is sampled until the pool's 256
+    // slots are taken.
+    let first = h.malloc(100);
+    let p = h.malloc(100);
+    assert!(h.arena_of(p).is_none());
+    // SAFETY: `p` is live with 100 bytes.
+    unsafe {
+        p.write_bytes(7, 100);
+        let q = h.realloc_c(p, 200);
+        assert!(!q.is_null());
+        assert!((0..100).all(|i| *q.add(i) == 7));
+        h.free(q);
+        h.free(first);
+    }
+    h.check_invariants().unwrap();
+}
