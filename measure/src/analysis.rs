@@ -170,6 +170,16 @@ macro_rules! instr {
         |m: &Metrics| m.instructions.as_ref().map(|i| i.$field)
     };
 }
+macro_rules! per_free {
+    ($field:ident) => {
+        |m: &Metrics| {
+            m.instructions
+                .as_ref()
+                .and_then(|i| i.per_free.as_ref())
+                .map(|f| f.$field)
+        }
+    };
+}
 
 impl MetricDef {
     /// Which direction is an improvement: `Some(true)` when more is better (operations per
@@ -402,6 +412,31 @@ pub const METRICS: &[MetricDef] = &[
         name: "instructions.ll_misses",
         unit: "per op",
         get: instr!(ll_misses),
+    },
+    MetricDef {
+        name: "instructions.per_free.instructions",
+        unit: "per free",
+        get: per_free!(instructions),
+    },
+    MetricDef {
+        name: "instructions.per_free.data_reads",
+        unit: "per free",
+        get: per_free!(data_reads),
+    },
+    MetricDef {
+        name: "instructions.per_free.data_writes",
+        unit: "per free",
+        get: per_free!(data_writes),
+    },
+    MetricDef {
+        name: "instructions.per_free.d1_misses",
+        unit: "per free",
+        get: per_free!(d1_misses),
+    },
+    MetricDef {
+        name: "instructions.per_free.ll_misses",
+        unit: "per free",
+        get: per_free!(ll_misses),
     },
 ];
 

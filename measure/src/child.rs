@@ -9,7 +9,7 @@
 //! the top of the stack, so its size moves the stack and everything laid out below it
 //! (Mytkowicz et al., "Producing wrong data without doing anything obviously wrong!").
 
-use super::schema::{InstructionMetrics, Metrics};
+use super::schema::{FreeMetrics, InstructionMetrics, Metrics};
 use super::subjects::SubjectEntry;
 use super::workloads::{Params, Workload};
 use alloclab_traces::replay::rss;
@@ -228,9 +228,7 @@ impl Spawn {
                 // Collect inside the allocator's entry points only, on every thread: the
                 // counts are the allocator's own, per call.
                 for f in SUBJECT_CALLS {
-                    c.arg(format!(
-                        "--toggle-collect=*as alloclab_traces::subject::Subject>::{f}"
-                    ));
+                    c.arg(format!("--toggle-collect={}", entry_pattern(f)));
                 }
                 c.arg(format!(
                     "--callgrind-out-file={}",
@@ -282,8 +280,8 @@ impl Spawn {
         report.metrics.max_rss_process = Some(max_rss);
         if let Some(dir) = &self.callgrind_dir {
             let file = dir.join(format!("callgrind.out.{pid}"));
-            match callgrind_totals(&file) {
-                Ok(t) => report.metrics.instructions = Some(t.per_op(report.metrics.ops)),
+            match read_callgrind(&file) {
+                Ok(c) => report.metrics.instructions = Some(c.metrics(report.metrics.ops)),
                 Err(e) => return ChildResult::Failed(e),
             }
             let _ = std::fs::remove_file(&file);
@@ -427,7 +425,7 @@ pub fn reap(pid: libc::pid_t) -> Result<(libc::c_int, libc::rusage), String> {
     Ok((status, usage))
 }
 
-/// Callgrind's event totals of one run.
+/// Callgrind's counts of one run (or of one function in it).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Totals {
     ir: f64,
@@ -446,53 +444,251 @@ impl Totals {
             data_writes: self.dw / n,
             d1_misses: self.d1 / n,
             ll_misses: self.ll / n,
+            per_free: None,
+        }
+    }
+
+    fn per_free(self, frees: u64) -> Option<FreeMetrics> {
+        (frees > 0).then(|| {
+            let n = frees as f64;
+            FreeMetrics {
+                frees,
+                instructions: self.ir / n,
+                data_reads: self.dr / n,
+                data_writes: self.dw / n,
+                d1_misses: self.d1 / n,
+                ll_misses: self.ll / n,
+            }
+        })
+    }
+
+    /// The counts of one cost line's event values, named by the file's `events:` line.
+    fn of(events: &[String], values: &[u64]) -> Totals {
+        let get = |name: &str| {
+            events
+                .iter()
+                .position(|e| e == name)
+                .and_then(|i| values.get(i).copied())
+                .unwrap_or(0) as f64
+        };
+        Totals {
+            ir: get("Ir"),
+            dr: get("Dr"),
+            dw: get("Dw"),
+            d1: get("D1mr") + get("D1mw"),
+            ll: get("DLmr") + get("DLmw"),
+        }
+    }
+
+    fn add(&mut self, o: Totals) {
+        self.ir += o.ir;
+        self.dr += o.dr;
+        self.dw += o.dw;
+        self.d1 += o.d1;
+        self.ll += o.ll;
+    }
+}
+
+/// What the instruction pass reads from one callgrind output file.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Callgrind {
+    /// Everything collected (the allocator's entry points).
+    totals: Totals,
+    /// Inside the `free` entry point only, inclusive of what it calls.
+    free: Totals,
+    /// Calls of the `free` entry point (from outside it).
+    frees: u64,
+}
+
+impl Callgrind {
+    fn metrics(&self, ops: u64) -> InstructionMetrics {
+        InstructionMetrics {
+            per_free: self.free.per_free(self.frees),
+            ..self.totals.per_op(ops)
         }
     }
 }
 
-/// Reads the `events:` and `totals:` (or `summary:`) lines of a callgrind output file.
-fn callgrind_totals(path: &Path) -> Result<Totals, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("callgrind output {}: {e}", path.display()))?;
-    parse_callgrind(&text).ok_or_else(|| {
-        format!(
-            "callgrind output {}: no events/totals lines (was --cache-sim=yes given?)",
-            path.display()
-        )
-    })
+/// The trait whose methods are collected, as callgrind names it (`alloclab_traces::subject::
+/// Subject`), from the type itself: a rename or move of the trait cannot silently leave the
+/// patterns matching nothing.
+fn subject_trait_path() -> &'static str {
+    let name = std::any::type_name::<dyn alloclab_traces::subject::Subject>();
+    name.strip_prefix("dyn ").unwrap_or(name)
 }
 
-fn parse_callgrind(text: &str) -> Option<Totals> {
-    let events: Vec<&str> = text
-        .lines()
-        .find_map(|l| l.strip_prefix("events:"))?
-        .split_whitespace()
-        .collect();
-    let values: Vec<f64> = text
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("totals:")
-                .or_else(|| l.strip_prefix("summary:"))
-        })?
-        .split_whitespace()
-        .map(|v| v.parse().unwrap_or(0.0))
-        .collect();
-    let get = |name: &str| {
-        events
-            .iter()
-            .position(|e| *e == name)
-            .and_then(|i| values.get(i).copied())
-            .unwrap_or(0.0)
+/// `--toggle-collect` pattern of the `Subject` method `method`, every implementation.
+fn entry_pattern(method: &str) -> String {
+    format!("*as {}>::{method}", subject_trait_path())
+}
+
+/// Whether callgrind's function name `name` is an implementation of `Subject::free`.
+fn is_free_entry(name: &str) -> bool {
+    name.strip_suffix(">::free")
+        .and_then(|n| n.strip_suffix(subject_trait_path()))
+        .is_some_and(|n| n.ends_with(" as "))
+}
+
+/// Reads one callgrind output file (see [`parse_callgrind`]).
+fn read_callgrind(path: &Path) -> Result<Callgrind, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("callgrind output {}: {e}", path.display()))?;
+    parse_callgrind(&text, is_free_entry)
+        .map_err(|e| format!("callgrind output {}: {e}", path.display()))
+}
+
+/// Resolves a name of callgrind's compressed form: `(id) name` defines `id`, `(id)` refers to
+/// it, a bare name is itself.
+fn compressed_name(
+    names: &mut std::collections::HashMap<String, String>,
+    spec: &str,
+    line: usize,
+) -> Result<String, String> {
+    let spec = spec.trim();
+    let Some(rest) = spec.strip_prefix('(') else {
+        return Ok(spec.to_string());
     };
-    if !events.contains(&"Ir") {
-        return None;
+    let (id, name) = rest
+        .split_once(')')
+        .ok_or_else(|| format!("line {line}: unclosed name id in `{spec}`"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        names
+            .get(id)
+            .cloned()
+            .ok_or_else(|| format!("line {line}: name id ({id}) used before it is defined"))
+    } else {
+        names.insert(id.to_string(), name.to_string());
+        Ok(name.to_string())
     }
-    Some(Totals {
-        ir: get("Ir"),
-        dr: get("Dr"),
-        dw: get("Dw"),
-        d1: get("D1mr") + get("D1mw"),
-        ll: get("DLmr") + get("DLmw"),
+}
+
+/// Reads a callgrind output file's text (format version 1, as callgrind writes it by default,
+/// `--dump-instr=no`): the `events:` names, the `totals:` (or `summary:`) line, and the
+/// inclusive cost of the functions `is_free` names: the cost lines of their `fn=` blocks
+/// (their own instructions) plus the cost line after each `calls=` line inside them (what the
+/// call cost, inclusive), and the calls made to them from other functions (callgrind counts
+/// the calls into a collected function even while its caller is not collected). Malformed
+/// input is an error naming the line.
+fn parse_callgrind(text: &str, is_free: impl Fn(&str) -> bool) -> Result<Callgrind, String> {
+    let mut events: Option<Vec<String>> = None;
+    let mut positions = 1usize;
+    let mut totals: Option<Totals> = None;
+    let mut free = Totals::default();
+    let mut frees = 0u64;
+    let mut fn_names = std::collections::HashMap::new();
+    // The current function is a free entry point; the next cost line is a call's of `calls`
+    // made to a function that is (`bool`) or is not a free entry point.
+    let mut in_free = false;
+    let mut call: Option<(u64, bool)> = None;
+    let mut callee_free = false;
+    // A `jump=`/`jcnd=` line is followed by its source position, which carries no cost.
+    let mut skip_position = false;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = raw.trim_end();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let first = line.as_bytes()[0];
+        if first.is_ascii_digit() || matches!(first, b'+' | b'-' | b'*') {
+            if skip_position {
+                skip_position = false;
+                continue;
+            }
+            let names = events
+                .as_ref()
+                .ok_or_else(|| format!("line {n}: a cost line before the `events:` line"))?;
+            let mut fields = line.split_whitespace();
+            for _ in 0..positions {
+                fields
+                    .next()
+                    .ok_or_else(|| format!("line {n}: a cost line without its position"))?;
+            }
+            let values = fields
+                .map(|v| {
+                    v.parse::<u64>()
+                        .map_err(|_| format!("line {n}: `{v}` is not an event count"))
+                })
+                .collect::<Result<Vec<u64>, String>>()?;
+            if values.len() > names.len() {
+                return Err(format!(
+                    "line {n}: {} counts for {} events",
+                    values.len(),
+                    names.len()
+                ));
+            }
+            let cost = Totals::of(names, &values);
+            match call.take() {
+                Some((count, to_free)) => {
+                    // A free entry point calling another (or itself) is counted once, in the
+                    // callee's own block.
+                    if in_free && !to_free {
+                        free.add(cost);
+                    }
+                    if to_free && !in_free {
+                        frees += count;
+                    }
+                }
+                None if in_free => free.add(cost),
+                None => {}
+            }
+            continue;
+        }
+        if call.is_some() {
+            return Err(format!(
+                "line {n}: a `calls=` line is not followed by its cost line"
+            ));
+        }
+        if let Some(spec) = line.strip_prefix("fn=") {
+            in_free = is_free(&compressed_name(&mut fn_names, spec, n)?);
+        } else if let Some(spec) = line.strip_prefix("cfn=") {
+            callee_free = is_free(&compressed_name(&mut fn_names, spec, n)?);
+        } else if let Some(rest) = line.strip_prefix("calls=") {
+            let count = rest
+                .split_whitespace()
+                .next()
+                .and_then(|c| c.parse::<u64>().ok())
+                .ok_or_else(|| format!("line {n}: `{line}` has no call count"))?;
+            call = Some((count, callee_free));
+        } else if line.starts_with("jump=") || line.starts_with("jcnd=") {
+            skip_position = true;
+        } else if let Some(rest) = line.strip_prefix("events:") {
+            events = Some(rest.split_whitespace().map(String::from).collect());
+        } else if let Some(rest) = line.strip_prefix("positions:") {
+            positions = rest.split_whitespace().count().max(1);
+        } else if let Some(rest) = line
+            .strip_prefix("totals:")
+            .or_else(|| line.strip_prefix("summary:"))
+        {
+            let names = events
+                .as_ref()
+                .ok_or_else(|| format!("line {n}: totals before the `events:` line"))?;
+            let values = rest
+                .split_whitespace()
+                .map(|v| {
+                    v.parse::<u64>()
+                        .map_err(|_| format!("line {n}: `{v}` is not an event count"))
+                })
+                .collect::<Result<Vec<u64>, String>>()?;
+            // The first such line counts (`summary:` and `totals:` agree).
+            totals.get_or_insert(Totals::of(names, &values));
+        }
+        // Other lines (`ob=`, `fl=`, `fi=`, `fe=`, `cob=`, `cfi=`, headers) name places or
+        // describe the run; they carry no cost.
+    }
+    if call.is_some() {
+        return Err("the file ends after a `calls=` line, without its cost line".into());
+    }
+    let events = events.ok_or("no `events:` line")?;
+    if !events.iter().any(|e| e == "Ir") {
+        return Err("no `Ir` event (was callgrind run?)".into());
+    }
+    let totals = totals.ok_or("no `totals:` or `summary:` line")?;
+    Ok(Callgrind {
+        totals,
+        free,
+        frees,
     })
 }
 
@@ -504,14 +700,146 @@ mod tests {
     fn callgrind_totals_are_read_by_event_name() {
         let text = "version: 1\nevents: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw\n\
                     fn=x\n1 2 3\ntotals: 1000 300 200 5 10 20 1 2 3\n";
-        let t = parse_callgrind(text).unwrap();
+        let c = parse_callgrind(text, is_free_entry).unwrap();
+        let t = c.totals;
         assert_eq!(t.ir, 1000.0);
         assert_eq!(t.d1, 30.0);
         assert_eq!(t.ll, 5.0);
-        let per = t.per_op(10);
+        let per = c.metrics(10);
         assert_eq!(per.instructions, 100.0);
         assert_eq!(per.data_reads, 30.0);
-        assert!(parse_callgrind("nothing here").is_none());
+        // No free entry point in the file: nothing per free.
+        assert_eq!(c.frees, 0);
+        assert!(per.per_free.is_none());
+        assert!(parse_callgrind("nothing here", is_free_entry).is_err());
+    }
+
+    /// A file as callgrind writes it (`--dump-instr=no`, names compressed), cut down: the
+    /// workload `main` (not collected) calls `free` 10 times and `malloc` 10 times; `free`
+    /// has two blocks of its own cost (one after an inlined file change) and calls `slow`
+    /// (4 times) and `unlock` (10 times); `slow` also appears as its own function.
+    const HAND_WRITTEN: &str = "\
+# callgrind format
+version: 1
+positions: line
+events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
+
+ob=(1) /bin/alloclab
+fl=(1) src/heap.rs
+fn=(1) <alloclab_core::heap::Heap<C> as alloclab_traces::subject::Subject>::free
+10 100 20 10 0 1 0
++2 50 5 5
+fi=(2) src/inline.rs
+3 7 1 1 0 0 1
+fe=(1)
+cfn=(2) alloclab_core::heap::Heap<C>::slow
+calls=4 40
+* 400 80 120 0 4 6 0 1 2
+cfl=(3) src/lock.rs
+cfn=(3) unlock
+calls=10 5
++1 30 10 10
+
+fn=(2)
+40 400 80 120 0 4 6 0 1 2
+
+fn=(4) <alloclab_core::heap::Heap<C> as alloclab_traces::subject::Subject>::malloc
+20 300 60 60 0 3
+
+fn=(5) main
+cfn=(1)
+calls=10 10
+5 587 116 146 0 5 7 0 1 2
+cfn=(4)
+calls=10 20
+6 300 60 60 0 3
+
+totals: 887 176 206 0 8 7 0 1 2
+";
+
+    #[test]
+    fn free_is_its_own_cost_plus_its_calls_inclusive_per_free() {
+        let c = parse_callgrind(HAND_WRITTEN, is_free_entry).unwrap();
+        // By hand: free's own lines 100 + 50 + 7 instructions, its calls 400 + 30.
+        assert_eq!(c.free.ir, 100.0 + 50.0 + 7.0 + 400.0 + 30.0);
+        assert_eq!(c.free.dr, 20.0 + 5.0 + 1.0 + 80.0 + 10.0);
+        assert_eq!(c.free.dw, 10.0 + 5.0 + 1.0 + 120.0 + 10.0);
+        // D1mr + D1mw: free's own 1 (line 10), 1 (the inlined line); slow's 4 + 6.
+        assert_eq!(c.free.d1, 1.0 + 1.0 + 4.0 + 6.0);
+        assert_eq!(c.free.ll, 1.0 + 2.0);
+        // The ten calls `main` made; free's own calls out are not frees.
+        assert_eq!(c.frees, 10);
+        // The inclusive cost callgrind gave main's call arc agrees.
+        assert_eq!(c.free.ir, 587.0);
+        let m = c.metrics(20);
+        assert_eq!(m.instructions, 887.0 / 20.0);
+        let f = m.per_free.unwrap();
+        assert_eq!(f.frees, 10);
+        assert_eq!(f.instructions, 58.7);
+        assert_eq!(f.data_writes, 14.6);
+        assert_eq!(f.d1_misses, 1.2);
+    }
+
+    #[test]
+    fn malformed_callgrind_files_are_errors_naming_the_line() {
+        let events = "events: Ir Dr\n";
+        for (text, says) in [
+            (
+                format!("{events}fn=(7)\n"),
+                "line 2: name id (7) used before",
+            ),
+            (
+                format!("{events}fn=x\n1 2 zz\n"),
+                "line 3: `zz` is not an event count",
+            ),
+            (
+                format!("{events}fn=x\n1 2 3 4\n"),
+                "line 3: 3 counts for 2 events",
+            ),
+            (
+                format!("{events}cfn=x\ncalls=2 1\nfn=y\n"),
+                "line 4: a `calls=`",
+            ),
+            (
+                format!("{events}calls=many\n"),
+                "line 2: `calls=many` has no call count",
+            ),
+            (
+                format!("{events}cfn=x\ncalls=2 1\n"),
+                "ends after a `calls=` line",
+            ),
+            (
+                "1 2 3\n".to_string(),
+                "line 1: a cost line before the `events:` line",
+            ),
+            (format!("{events}fn=(3 x\n"), "line 2: unclosed name id"),
+            (
+                format!("{events}fn=x\n1 2\n"),
+                "no `totals:` or `summary:` line",
+            ),
+            ("events: Dr\ntotals: 1\n".to_string(), "no `Ir` event"),
+        ] {
+            let e = parse_callgrind(&text, is_free_entry).unwrap_err();
+            assert!(e.contains(says), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_entry_patterns_name_the_subject_trait_callgrind_sees() {
+        assert_eq!(
+            entry_pattern("free"),
+            "*as alloclab_traces::subject::Subject>::free"
+        );
+        assert!(is_free_entry(
+            "<alloclab_core::heap::Heap<C> as alloclab_traces::subject::Subject>::free"
+        ));
+        assert!(!is_free_entry(
+            "<alloclab_core::heap::Heap<C> as alloclab_traces::subject::Subject>::malloc"
+        ));
+        assert!(!is_free_entry("alloclab_core::heap::Heap<C>::free"));
+        assert!(!is_free_entry(
+            "<x::Y as alloclab_traces::subject::OtherSubject>::free"
+        ));
     }
 
     #[test]

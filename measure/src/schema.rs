@@ -398,7 +398,7 @@ pub struct HeapMetrics {
     pub lock_wait_ns_max_arena: Option<u64>,
 }
 
-/// Callgrind's counts, per allocator operation.
+/// Callgrind's counts, per allocator operation (and, in `per_free`, per free).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct InstructionMetrics {
     /// Instructions (Ir).
@@ -414,6 +414,34 @@ pub struct InstructionMetrics {
     #[serde(deserialize_with = "null_as_nan")]
     pub d1_misses: f64,
     /// Last-level misses (DLmr + DLmw).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub ll_misses: f64,
+    /// The same counts inside the `free` entry point only (its inclusive cost), per free: the
+    /// seed's denominator (Mozilla bug 1387001). `None` in files written before it was
+    /// measured, or when the run made no frees.
+    #[serde(default)]
+    pub per_free: Option<FreeMetrics>,
+}
+
+/// Callgrind's counts inside `free` (self cost plus the inclusive cost of what it calls),
+/// divided by the number of frees.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FreeMetrics {
+    /// Calls of the `free` entry point callgrind counted (the denominator).
+    pub frees: u64,
+    /// Instructions (Ir) per free.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub instructions: f64,
+    /// Data reads (Dr) per free.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub data_reads: f64,
+    /// Data writes (Dw) per free.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub data_writes: f64,
+    /// First-level data cache misses (D1mr + D1mw) per free.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub d1_misses: f64,
+    /// Last-level misses (DLmr + DLmw) per free.
     #[serde(deserialize_with = "null_as_nan")]
     pub ll_misses: f64,
 }

@@ -3,8 +3,9 @@
 //! traffic (data reads plus writes), under callgrind, for about 2.5% of a browser benchmark's
 //! score. Here the same debug-capable heap runs with poisoning off, the first 64 or 256 bytes
 //! of each freed block (mozjemalloc's `some`), and every byte, against the heap with the
-//! checks compiled out: callgrind's counts per allocator call and, in separate processes,
-//! wall time.
+//! checks compiled out: callgrind's counts per allocator call and, as the seed counted them,
+//! inside `free` per free, and, in separate processes, wall time; on `churn` and on
+//! `producer-consumer`, whose frees are cross-thread.
 
 use super::checked::{checked_variant, entry};
 use super::{Grid, InstructionPass, Question, Study};
@@ -57,15 +58,22 @@ pub fn study() -> Study {
             "lifo",
         ],
         baseline: "poison-none",
+        // `producer-consumer` frees nearly every block on a thread other than the one that
+        // allocated it at 2 threads; at 1 the same work frees on the same thread.
         full: Grid {
-            workloads: vec!["churn", "bursts", "replay-python3-stdlib-touch"],
-            threads: vec![1],
+            workloads: vec![
+                "churn",
+                "bursts",
+                "producer-consumer",
+                "replay-python3-stdlib-touch",
+            ],
+            threads: vec![1, 2],
             reps: 10,
             scale: 1.0,
         },
         quick: Grid {
-            workloads: vec!["churn", "replay-python3-stdlib-touch"],
-            threads: vec![1],
+            workloads: vec!["churn", "producer-consumer", "replay-python3-stdlib-touch"],
+            threads: vec![1, 2],
             reps: 7,
             scale: 0.1,
         },
@@ -93,14 +101,22 @@ pub fn study() -> Study {
         ],
         metrics: &["wall"],
         instructions: Some(InstructionPass {
+            // Per allocator call, then the seed's own figures: inside `free`, per free.
             metrics: &[
                 "instructions",
                 "data_reads",
                 "data_writes",
                 "memory_traffic",
                 "d1_misses",
+                "free_instructions",
+                "free_memory_traffic",
+                "free_data_writes",
+                "free_d1_misses",
             ],
-            workloads: vec!["churn"],
+            workloads: vec!["churn", "producer-consumer"],
+            // Two threads: `producer-consumer`'s frees are then cross-thread; `churn` runs two
+            // independent workers (callgrind runs the threads one at a time either way).
+            threads: vec![2],
             scale: 0.2,
             full_reps: 10,
             quick_reps: 7,

@@ -196,6 +196,7 @@ pub fn study() -> Study {
         instructions: Some(InstructionPass {
             metrics: &["instructions"],
             workloads: vec!["churn"],
+            threads: vec![1],
             scale: 0.2,
             full_reps: 10,
             quick_reps: 6,

@@ -4,7 +4,7 @@
 
 use super::Study;
 use alloclab_measure::report::p_text;
-use alloclab_measure::schema::{Measurement, Results};
+use alloclab_measure::schema::{FreeMetrics, Measurement, Results};
 use alloclab_measure::stats;
 use std::fmt::Write;
 
@@ -29,13 +29,25 @@ pub const METRICS: &[&str] = &[
     "memory_traffic",
     "d1_misses",
     "ll_misses",
+    "free_instructions",
+    "free_data_reads",
+    "free_data_writes",
+    "free_memory_traffic",
+    "free_d1_misses",
+    "free_ll_misses",
     "alloc_ns_per_thread",
     "alloc_ns_per_thread_max",
     "heap.lock_contended",
     "heap.lock_wait",
 ];
 
-/// A metric's value in one measurement (`memory_traffic`: data reads plus writes).
+/// Callgrind's counts per free of one measurement, if it has them.
+fn per_free(m: &Measurement) -> Option<&FreeMetrics> {
+    m.metrics.instructions.as_ref()?.per_free.as_ref()
+}
+
+/// A metric's value in one measurement (`memory_traffic`: data reads plus writes; the
+/// `free_` ones: per free, inside `free` only).
 fn metric(m: &Measurement, name: &str) -> Option<f64> {
     let x = &m.metrics;
     match name {
@@ -48,6 +60,13 @@ fn metric(m: &Measurement, name: &str) -> Option<f64> {
             .map(|i| i.data_reads + i.data_writes),
         "d1_misses" => x.instructions.as_ref().map(|i| i.d1_misses),
         "ll_misses" => x.instructions.as_ref().map(|i| i.ll_misses),
+        // The same inside `free`, per free (the seed's denominator).
+        "free_instructions" => per_free(m).map(|f| f.instructions),
+        "free_data_reads" => per_free(m).map(|f| f.data_reads),
+        "free_data_writes" => per_free(m).map(|f| f.data_writes),
+        "free_memory_traffic" => per_free(m).map(|f| f.data_reads + f.data_writes),
+        "free_d1_misses" => per_free(m).map(|f| f.d1_misses),
+        "free_ll_misses" => per_free(m).map(|f| f.ll_misses),
         // The short names above are the studies' own; the rest are as `compare` names them.
         _ => alloclab_measure::analysis::metric(name).and_then(|d| (d.get)(x)),
     }

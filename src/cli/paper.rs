@@ -114,13 +114,13 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
         Err(e) => return fail(e),
     }
     if let Some(counted) = &study.instructions {
-        // Callgrind's counts need no warm-up round, and callgrind runs one thread at a time,
-        // so more threads would add time and nothing else.
+        // Callgrind's counts need no warm-up round; callgrind runs one thread at a time, so
+        // the pass has its own thread counts (more only where threads change the work).
         let dir = out.join("instructions");
         let opts = runner::RunOptions {
             plan: Plan {
                 workloads: counted.workloads.iter().map(|s| s.to_string()).collect(),
-                threads: vec![1],
+                threads: counted.threads.clone(),
                 reps: args.reps.unwrap_or(if args.quick {
                     counted.quick_reps
                 } else {
