@@ -1,7 +1,8 @@
 //! Where a heap with a thread cache decides to sample (`Config::SAMPLE_PATH`): only on the
 //! slow path, on every allocation with a per-thread countdown, or through a shared gate the
-//! slow path opens. Sampling alone leaves the cache on, so the three differ in what they
-//! cost the cache's fast path and in which allocations they can sample.
+//! slow path opens. Sampling alone leaves the cache on (but for a count under `SlowPath`,
+//! which needs every allocation to decide), so the three differ in what they cost the
+//! cache's fast path and in which allocations they can sample.
 
 use alloclab::policies::{Lifo, ThreadCache, ThreadLocal};
 use alloclab::{Config, DebugCaps, Heap, Options, Safety, SamplePath};
@@ -22,6 +23,16 @@ macro_rules! cached_sampling {
 cached_sampling!(SlowPath, SamplePath::SlowPath);
 cached_sampling!(Countdown, SamplePath::Countdown);
 cached_sampling!(Gate, SamplePath::Gate);
+
+fn heap_timed<C: Config>(sample_ms: usize) -> Heap<C> {
+    Heap::with_options(Options {
+        safety: Safety {
+            sample_ms,
+            ..Safety::OFF
+        },
+        ..Options::DEFAULT
+    })
+}
 
 fn heap<C: Config>(sample: usize) -> Heap<C> {
     Heap::with_options(Options {
@@ -61,10 +72,43 @@ fn keep_many<C: Config>(h: &Heap<C>, n: usize) -> usize {
 }
 
 #[test]
-fn a_slow_path_decision_never_samples_cache_hits() {
-    // One in 100 allocations would be about 200 of 20,000.
-    let sampled = reuse_one_region(&heap::<SlowPath>(100), 20_000);
+fn a_slow_path_decision_by_time_never_samples_cache_hits() {
+    // One per millisecond, with 20 pauses of 2 ms: a heap that decides on every allocation
+    // (the cache off) samples about 20 of them; the cache keeps every one but the first off
+    // the slow path.
+    let timed = |h: &Heap<SlowPath>| {
+        let mut sampled = 0;
+        for _ in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            sampled += reuse_one_region(h, 1_000);
+        }
+        sampled
+    };
+    let h = heap_timed::<SlowPath>(1);
+    let sampled = timed(&h);
     assert!(sampled <= 2, "{sampled} cache hits sampled");
+    // The same loop without the cache (a count turns it off): every pause is seen.
+    let uncached = Heap::<SlowPath>::with_options(Options {
+        safety: Safety {
+            sample: 1_000_000_000,
+            sample_ms: 1,
+            ..Safety::OFF
+        },
+        ..Options::DEFAULT
+    });
+    let seen = timed(&uncached);
+    assert!(seen >= 10, "{seen} of 20 pauses sampled without the cache");
+}
+
+#[test]
+fn a_slow_path_count_turns_the_cache_off_and_samples_one_in_n() {
+    // `sample: N` means one in N of all allocations: with the decision only on the slow
+    // path, the count needs every allocation there.
+    let sampled = reuse_one_region(&heap::<SlowPath>(100), 20_000);
+    assert!(
+        (120..=300).contains(&sampled),
+        "{sampled} of 20,000 sampled"
+    );
 }
 
 #[test]

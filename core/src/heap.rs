@@ -243,10 +243,16 @@ impl<C: Config> Heap<C> {
                     dirty_max,
                     safety,
                     alloc_hooks: safety.needs().intersects(ALLOC_HOOKS),
-                    // Sampling leaves the cache on: sampled allocations never enter it (their
-                    // slots are not in any chunk, so the cache's free path passes them on).
+                    // Sampling by time leaves the cache on: sampled allocations never enter
+                    // it (their slots are not in any chunk, so the cache's free path passes
+                    // them on). A count (`sample: N`, one in N allocations) needs every
+                    // allocation to reach a decision, which `SlowPath` makes only past the
+                    // cache: there the count turns the cache off, as it always did.
                     cache_on: C::Front::CACHE
-                        && safety.needs().without(DebugCaps::SAMPLE).is_none(),
+                        && safety.needs().without(DebugCaps::SAMPLE).is_none()
+                        && !(C::DEBUG.contains(DebugCaps::SAMPLE)
+                            && C::SAMPLE_PATH == SamplePath::SlowPath
+                            && safety.sample > 0),
                     plain: safety.needs() == DebugCaps::NONE,
                     special_ptrs: safety
                         .needs()

@@ -27,7 +27,9 @@
 pub enum SamplePath {
     /// Only allocations that miss the thread cache count down and may be sampled: the cache's
     /// fast path has no sampling code at all (KFENCE's "stealing": samples are taken where
-    /// the main allocator refills). `sample: N` then means one in N cache misses.
+    /// the main allocator refills). Sampling by time (`sample_ms`) leaves the cache on; a
+    /// count (`sample: N`, one in N allocations) turns it off, so that every allocation
+    /// reaches the decision.
     SlowPath,
     /// Every allocation counts down, the fast path included: a thread-local counter and a
     /// branch on every `malloc` (KFENCE's naive per-CPU counter).
