@@ -28,12 +28,21 @@
 //! LLD option, and rustc links with LLD on x86_64-unknown-linux-gnu by default).
 
 use std::env;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 fn main() {
-    println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=startup.order");
+    // This script is also the build script of liballoclab_production.so and
+    // liballoclab_debug.so (their Cargo.toml points here), so that the debug-options study
+    // compares builds linked the same way; they have no ordering file. Cargo rebuilds and reruns
+    // a build script whose source changed; it need only watch the ordering file, or, where there
+    // is none, a file that exists (a path that does not would rerun it on every build).
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
+    if manifest_dir.join("startup.order").exists() {
+        println!("cargo:rerun-if-changed=startup.order");
+    } else {
+        println!("cargo:rerun-if-changed=Cargo.toml");
+    }
     let target_env = env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
     let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     if target_os != "linux" || target_env != "gnu" {
@@ -41,7 +50,7 @@ fn main() {
     }
     println!("cargo:rustc-link-lib=static:+whole-archive,-bundle=gcc_eh");
 
-    let order = Path::new(&env::var("CARGO_MANIFEST_DIR").unwrap()).join("startup.order");
+    let order = manifest_dir.join("startup.order");
     let ordering = [
         format!("-Wl,--symbol-ordering-file={}", order.display()),
         "-Wl,--no-warn-symbol-ordering".to_string(),
