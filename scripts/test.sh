@@ -134,7 +134,9 @@ cargo build --release -p alloclab-probe-so
 ALLOCLAB_PROBE_SO="$target_dir/release/liballoclab_probe.so" cargo test -p alloclab-probe --test preload
 
 # ---- verification suite (alloclab-verify, fuzz/; VERIFY.md) ----------------------------------
-# Each cfg build gets a target directory of its own: RUSTFLAGS changes invalidate a shared one.
+# One target directory for every cfg: cargo (1.85 and later) names each artifact after the
+# RUSTFLAGS it was built with, so the builds of different cfgs sit side by side and none
+# invalidates another.
 # They build with the `verify` profile (release's optimization without its LTO: Cargo.toml).
 # The seeded-bug switch is an untracked atomic read outside every model (core/src/seeded.rs),
 # so a build with `--cfg alloclab_seeded` runs the plain models unchanged and the seeded ones
@@ -143,15 +145,15 @@ verify_target="${CARGO_TARGET_DIR:-target}"
 
 step "loom models (preemption bound 5; 1 for three-thread models) and the seeded bugs loom must catch (VERIFY.md)"
 RUSTFLAGS="--cfg loom --cfg alloclab_seeded" cargo test -p alloclab-verify --profile verify \
-    --target-dir "$verify_target/loom"
+    --target-dir "$verify_target"
 
 step "shuttle random walks: 8 threads over whole heaps, random and PCT schedulers (VERIFY.md)"
 RUSTFLAGS="--cfg shuttle --cfg alloclab_seeded" cargo test -p alloclab-verify --profile verify \
-    --target-dir "$verify_target/shuttle" --test shuttle_walk --test shuttle_seeded
+    --target-dir "$verify_target" --test shuttle_walk --test shuttle_seeded
 
 step "seeded engine bugs: each caught, by the check its test names"
 RUSTFLAGS="--cfg alloclab_seeded" cargo test -p alloclab-verify --profile verify \
-    --target-dir "$verify_target/seeded" --test seeded_engine
+    --target-dir "$verify_target" --test seeded_engine
 
 step "fuzz smoke: every target briefly, from its committed seeds"
 # New inputs go to a scratch corpus, never into fuzz/seeds. FUZZ_SECONDS scales the run.
@@ -193,14 +195,14 @@ step "the policy template: its loom test"
     # Built as the suite's loom step is (the same RUSTFLAGS, profile and target directory), so
     # that the crates they share are built once.
     RUSTFLAGS="--cfg loom --cfg alloclab_seeded" cargo test --profile verify --no-default-features \
-        --test loom --target-dir "$template_target/loom"
+        --test loom --target-dir "$template_target"
 )
 step "the policy template: its shuttle walks"
 (
     cd examples/policy-template
     # As the template's loom step: the suite's shuttle build, shared.
     RUSTFLAGS="--cfg shuttle --cfg alloclab_seeded" cargo test --profile verify --no-default-features \
-        --test shuttle --target-dir "$template_target/shuttle"
+        --test shuttle --target-dir "$template_target"
 )
 step "the policy template: its fuzz target"
 # The template's fuzz target, as a user runs it, sharing the build of the targets above.

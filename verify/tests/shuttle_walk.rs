@@ -3,7 +3,7 @@
 //! one heap, checking every live block and the heap's invariants after every step, under the
 //! random scheduler and PCT, for every named config and for one shared arena.
 //!
-//! `RUSTFLAGS="--cfg shuttle" cargo test -p alloclab-verify --release --target-dir target/shuttle --test shuttle_walk`
+//! `RUSTFLAGS="--cfg shuttle" cargo test -p alloclab-verify --release --test shuttle_walk`
 //! (VERIFY.md, "Shuttle": more executions, another seed, replaying a failure).
 #![cfg(shuttle)]
 

@@ -2,7 +2,7 @@
 //! fill, hand blocks to other threads, free and reallocate them there), every live block and
 //! the heap's invariants checked after every step, under shuttle's random and PCT schedulers.
 //!
-//! `RUSTFLAGS="--cfg shuttle" cargo test --release --no-default-features --test shuttle --target-dir target/shuttle`
+//! `RUSTFLAGS="--cfg shuttle" cargo test --release --no-default-features --test shuttle`
 //! (a target directory of its own, as for loom). A failure prints how to replay it: the
 //! scheduler seed, and the file holding the failing schedule (alloclab's VERIFY.md, "Shuttle").
 #![cfg(shuttle)]
