@@ -404,8 +404,8 @@ fn a_trace_prefix_is_the_trace_cut_short() {
 fn workload_names_are_unique_and_found() {
     let all = workloads::all();
     let mut names: Vec<&str> = all.iter().map(|w| w.name()).collect();
-    // Six synthetic workloads and every bundled trace twice (touch, no touch).
-    assert_eq!(names.len(), 6 + 2 * alloclab::trace::bundled::ALL.len());
+    // Nine synthetic workloads and every bundled trace twice (touch, no touch).
+    assert_eq!(names.len(), 9 + 2 * alloclab::trace::bundled::ALL.len());
     for n in &names {
         assert_eq!(
             workloads::by_name(n)

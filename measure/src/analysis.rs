@@ -203,6 +203,11 @@ impl MetricDef {
     }
 }
 
+/// The resident-size fragmentation of a run that counted its live bytes.
+fn frag(m: &Metrics) -> Option<&super::schema::Fragmentation> {
+    m.memory.as_ref()?.fragmentation.as_ref()
+}
+
 /// Every metric analysed, in report order.
 pub const METRICS: &[MetricDef] = &[
     MetricDef {
@@ -256,6 +261,21 @@ pub const METRICS: &[MetricDef] = &[
         name: "rss_returned_bytes",
         unit: "bytes",
         get: |m| m.memory.as_ref().map(|x| x.rss_returned_bytes as f64),
+    },
+    MetricDef {
+        name: "rss_frag_peak",
+        unit: "ratio",
+        get: |m| frag(m).map(|f| f.peak),
+    },
+    MetricDef {
+        name: "rss_frag_mean",
+        unit: "ratio",
+        get: |m| frag(m).map(|f| f.mean),
+    },
+    MetricDef {
+        name: "rss_frag_end",
+        unit: "ratio",
+        get: |m| frag(m).map(|f| f.end),
     },
     MetricDef {
         name: "heap.peak_allocated",

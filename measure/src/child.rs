@@ -110,6 +110,9 @@ pub fn run_child(
     } else {
         (entry.make)()
     };
+    workload
+        .prepare()
+        .map_err(|e| format!("{}: {e}", args.workload))?;
     let mut first: Option<Metrics> = None;
     let mut walls = Vec::with_capacity(args.iterations.max(1));
     for _ in 0..args.iterations.max(1) {

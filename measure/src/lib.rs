@@ -33,6 +33,7 @@ pub mod durable;
 pub mod env;
 pub mod fnv;
 pub mod journal;
+pub mod live;
 pub mod memory;
 pub mod merge;
 pub mod peers;

@@ -236,6 +236,32 @@ pub struct MemoryOverTime {
     pub seconds: f64,
     /// Evenly spaced samples of the curve, (seconds since the first, bytes).
     pub curve: Vec<(f64, u64)>,
+    /// The live bytes the workload counted at each point of `curve` (aging workloads only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub live_curve: Vec<u64>,
+    /// Fragmentation over the run, for a workload that counts its live bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragmentation: Option<Fragmentation>,
+}
+
+/// Johnstone and Wilson's fragmentation of a whole process over a run: the resident bytes
+/// the run added (above `base_bytes`, less the workload's own `own_bytes`) over the live
+/// bytes, minus one. 0 is a heap that holds exactly what is live; 1 holds twice that.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fragmentation {
+    /// The resident size before the run.
+    pub base_bytes: u64,
+    /// The workload's own tables.
+    pub own_bytes: u64,
+    /// The most bytes live at a sample.
+    pub peak_live_bytes: u64,
+    /// At the peak: the largest resident sample over the largest live sample (JW's measure 4).
+    pub peak: f64,
+    /// Over the curve's points where anything is live: their mean resident bytes added over
+    /// their mean live bytes.
+    pub mean: f64,
+    /// The same over those points in the last quarter of the run: after the heap has aged.
+    pub end: f64,
 }
 
 /// Percentiles of call latency (ns, the probe's cost subtracted).

@@ -12,6 +12,8 @@
 mod checked;
 #[path = "../debug-options/study.rs"]
 mod debug_options;
+#[path = "../fragmentation-aging/study.rs"]
+mod fragmentation_aging;
 #[path = "../poisoning/study.rs"]
 mod poisoning;
 mod questions;
@@ -132,6 +134,7 @@ pub fn all() -> Vec<Study> {
         poisoning::study(),
         sampling::study(),
         debug_options::study(),
+        fragmentation_aging::study(),
     ]
 }
 

@@ -152,7 +152,7 @@ enum Command {
     /// Combine the results of `compare --shard i/n` runs into one.
     Merge(compare::MergeArgs),
     /// Reproduce a study of papers/ with one command (run-reuse-order, run-reuse-tcache,
-    /// thread-arenas, poisoning, sampling, debug-options).
+    /// thread-arenas, poisoning, sampling, debug-options, fragmentation-aging).
     Paper(paper::PaperArgs),
     /// One measurement in a fresh process (run by `compare`; prints one JSON line).
     #[command(name = "measure-child", hide = true)]

@@ -1,6 +1,7 @@
 //! Workloads: each a fixed amount of allocation work (never a fixed time) that checks its own
 //! results, so that a broken allocator fails loudly instead of looking fast.
 
+mod aging;
 mod block;
 mod bursts;
 mod churn;
@@ -10,6 +11,7 @@ mod realloc_growth;
 mod thread_arena;
 mod trace_replay;
 
+pub use aging::{Phases, Robson, TraceAging};
 pub use bursts::Bursts;
 pub use churn::Churn;
 pub use larson::Larson;
@@ -60,6 +62,9 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(Bursts),
         Box::new(Churn),
         Box::new(ReallocGrowth),
+        Box::new(Phases),
+        Box::new(Robson),
+        Box::new(TraceAging),
     ];
     v.extend(traces());
     v
@@ -98,6 +103,11 @@ pub trait Workload: Sync {
     fn describe(&self) -> &str;
     /// Whether `Params::threads` changes what it does.
     fn threaded(&self) -> bool;
+    /// What it needs before it is measured (parsing a trace), done once per process before
+    /// the first run: kept out of the run's time and out of its memory's starting point.
+    fn prepare(&self) -> Result<(), String> {
+        Ok(())
+    }
     /// Runs it once against `subject`. An error names what the self-check found wrong.
     fn run(&self, subject: &dyn Subject, params: &Params) -> Result<Outcome, String>;
 }

@@ -62,7 +62,7 @@ impl TraceReplay {
 
 /// The bundled trace, parsed once per process: the touch and no-touch replays share it, and
 /// a process running several workloads (tests, the benchmarks) parses each trace once.
-fn parsed(b: &'static Bundled) -> Result<Arc<Trace>, String> {
+pub(super) fn parsed(b: &'static Bundled) -> Result<Arc<Trace>, String> {
     static PARSED: OnceLock<Mutex<HashMap<&'static str, Arc<Trace>>>> = OnceLock::new();
     let cache = PARSED.get_or_init(|| Mutex::new(HashMap::new()));
     let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -138,6 +138,10 @@ impl Workload for TraceReplay {
 
     fn threaded(&self) -> bool {
         false
+    }
+
+    fn prepare(&self) -> Result<(), String> {
+        parsed(self.trace).map(drop)
     }
 
     fn run(&self, subject: &dyn Subject, params: &Params) -> Result<Outcome, String> {

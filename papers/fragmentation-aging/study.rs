@@ -1,0 +1,79 @@
+//! The fragmentation-aging study (issue 25): does the order in which runs are reused change
+//! how much memory a heap holds beyond what is live, once it has aged? Every run-reuse order
+//! of the run-reuse-order study, the default config with its thread cache, and the peers, on
+//! the three aging workloads (a phased server, a Robson-style adversary, a trace replayed
+//! again and again), with fragmentation read from the resident size against the live bytes
+//! the workload counts (`measure/src/live.rs`), so the peers are measured the same way.
+
+use super::{Grid, Question, Study};
+use alloclab_measure::subjects::SubjectEntry;
+
+fn variants() -> Vec<SubjectEntry> {
+    // `lifo-current` is the run-reuse-order study's variant, made by that study.
+    Vec::new()
+}
+
+/// The study.
+pub fn study() -> Study {
+    Study {
+        name: "fragmentation-aging",
+        title: "Does run reuse order change fragmentation once a heap has aged?",
+        variants,
+        subjects: &[
+            "addr-ordered",
+            "mrf",
+            "lifo",
+            "mrf-current",
+            "lifo-current",
+            "lifo-tcache",
+            "system",
+            "jemalloc",
+            "mimalloc",
+        ],
+        baseline: "lifo",
+        full: Grid {
+            workloads: vec!["aging-phases", "aging-robson", "aging-trace"],
+            threads: vec![1],
+            reps: 10,
+            // Twice the workloads' full size: twice the requests, cycles and replays (the
+            // Robson budget stays at 32 MiB).
+            scale: 2.0,
+        },
+        quick: Grid {
+            workloads: vec!["aging-phases", "aging-robson", "aging-trace"],
+            threads: vec![1],
+            reps: 7,
+            scale: 0.25,
+        },
+        questions: &[
+            Question {
+                subject: "addr-ordered",
+                reference: "lifo",
+                text: "address-ordered (with current run) against LIFO",
+            },
+            Question {
+                subject: "mrf",
+                reference: "lifo",
+                text: "MRF against LIFO",
+            },
+            Question {
+                subject: "mrf-current",
+                reference: "mrf",
+                text: "MRF: does adding a current run change it?",
+            },
+            Question {
+                subject: "lifo-current",
+                reference: "lifo",
+                text: "LIFO: does adding a current run change it?",
+            },
+            Question {
+                subject: "lifo-tcache",
+                reference: "lifo",
+                text: "LIFO: does a thread cache change it?",
+            },
+        ],
+        metrics: &["rss_frag_end", "rss_frag_peak", "peak_rss"],
+        instructions: None,
+        programs: None,
+    }
+}

@@ -1,0 +1,44 @@
+//! The aging workloads count what they hold, so that the memory sampler gives fragmentation
+//! figures for any allocator (`measure/src/live.rs`). In a file of its own: the live count
+//! is one per process, and the other workload tests run workloads side by side.
+
+use alloclab::configs::Lifo;
+use alloclab::measure::memory;
+use alloclab::measure::workloads::{self, Params};
+use alloclab::Heap;
+use std::time::Duration;
+
+#[test]
+fn aging_workloads_give_fragmentation_figures_and_others_do_not() {
+    let params = Params {
+        threads: 1,
+        scale: 0.05,
+        seed: 3,
+    };
+    // As in a measuring process, which runs one workload: what a workload leaves resident in
+    // this process (a dropped heap's retained pages, freed tables) is counted before the next
+    // run and reused in it, so the workload with the most resident before it (the parsed
+    // trace) comes first and each gets a heap of its own.
+    for name in ["aging-trace", "aging-phases", "aging-robson", "churn"] {
+        let heap = Heap::<Lifo>::new();
+        let w = workloads::by_name(name).unwrap();
+        w.prepare().unwrap();
+        let (out, m) = memory::recorded(Duration::from_millis(1), || w.run(&heap, &params));
+        out.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let m = m.expect("the resident size is readable here");
+        let f = m.fragmentation.clone();
+        if name == "churn" {
+            assert!(f.is_none() && m.live_curve.is_empty(), "{name}: {f:?}");
+            continue;
+        }
+        let f = f.unwrap_or_else(|| panic!("{name} counts its live bytes"));
+        assert!(f.peak_live_bytes >= 1 << 20, "{name}: {f:?}");
+        assert!(f.own_bytes > 0, "{name}: {f:?}");
+        // Every live byte is written, so it is resident: the heap holds at least what is
+        // live, less the little the sampler's two reads can miss between them.
+        for v in [f.peak, f.mean] {
+            assert!(v > -0.05 && v.is_finite(), "{name}: {f:?}");
+        }
+        assert_eq!(m.live_curve.len(), m.curve.len(), "{name}");
+    }
+}
