@@ -134,7 +134,7 @@ cargo build --release -p alloclab-probe-so
 ALLOCLAB_PROBE_SO="$target_dir/release/liballoclab_probe.so" cargo test -p alloclab-probe --test preload
 
 # ---- verification suite (alloclab-verify, fuzz/; VERIFY.md) ----------------------------------
-# One target directory for every cfg: cargo (1.85 and later) names each artifact after the
+# One target directory for every cfg: cargo (since PR 14830, late 2024; measured with 1.95) names each artifact after the
 # RUSTFLAGS it was built with, so the builds of different cfgs sit side by side and none
 # invalidates another.
 # They build with the `verify` profile (release's optimization without its LTO: Cargo.toml).
