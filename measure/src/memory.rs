@@ -89,16 +89,8 @@ impl Curve {
         }
         if self.seen % self.stride == 0 {
             if self.points.len() == SLOTS {
-                let mut i = 0;
-                self.points.retain(|_| {
-                    i += 1;
-                    i % 2 == 1
-                });
-                let mut i = 0;
-                self.lives.retain(|_| {
-                    i += 1;
-                    i % 2 == 1
-                });
+                every_other(&mut self.points);
+                every_other(&mut self.lives);
                 self.stride *= 2;
             }
             if self.seen % self.stride == 0 {
@@ -170,6 +162,15 @@ impl Curve {
             fragmentation,
         })
     }
+}
+
+/// Keeps the first, third, fifth, ... elements of `v`.
+fn every_other<T>(v: &mut Vec<T>) {
+    let mut i = 0;
+    v.retain(|_| {
+        i += 1;
+        i % 2 == 1
+    });
 }
 
 /// Runs `f`, reading the resident size before, every `period` during, and after it.

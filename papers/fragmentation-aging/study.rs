@@ -13,6 +13,22 @@ fn variants() -> Vec<SubjectEntry> {
     Vec::new()
 }
 
+/// The run-reuse-order study's questions (in this study's order), and the thread cache's.
+const QUESTIONS: [Question; 5] = {
+    let q = super::run_reuse_order::QUESTIONS;
+    [
+        q[2],
+        q[3],
+        q[0],
+        q[1],
+        Question {
+            subject: "lifo-tcache",
+            reference: "lifo",
+            text: "LIFO: does a thread cache change it?",
+        },
+    ]
+};
+
 /// The study.
 pub fn study() -> Study {
     Study {
@@ -45,33 +61,7 @@ pub fn study() -> Study {
             reps: 7,
             scale: 0.25,
         },
-        questions: &[
-            Question {
-                subject: "addr-ordered",
-                reference: "lifo",
-                text: "address-ordered (with current run) against LIFO",
-            },
-            Question {
-                subject: "mrf",
-                reference: "lifo",
-                text: "MRF against LIFO",
-            },
-            Question {
-                subject: "mrf-current",
-                reference: "mrf",
-                text: "MRF: does adding a current run change it?",
-            },
-            Question {
-                subject: "lifo-current",
-                reference: "lifo",
-                text: "LIFO: does adding a current run change it?",
-            },
-            Question {
-                subject: "lifo-tcache",
-                reference: "lifo",
-                text: "LIFO: does a thread cache change it?",
-            },
-        ],
+        questions: &QUESTIONS,
         metrics: &["rss_frag_end", "rss_frag_peak", "peak_rss"],
         instructions: None,
         programs: None,

@@ -50,30 +50,34 @@ pub fn study() -> Study {
             reps: 7,
             scale: 0.25,
         },
-        questions: &[
-            Question {
-                subject: "mrf-current",
-                reference: "mrf",
-                text: "MRF: does adding a current run change it?",
-            },
-            Question {
-                subject: "lifo-current",
-                reference: "lifo",
-                text: "LIFO: does adding a current run change it?",
-            },
-            Question {
-                subject: "addr-ordered",
-                reference: "lifo",
-                text: "address-ordered (with current run) against LIFO",
-            },
-            Question {
-                subject: "mrf",
-                reference: "lifo",
-                text: "MRF against LIFO",
-            },
-        ],
+        questions: &QUESTIONS,
         metrics: &["wall", "peak_rss"],
         instructions: None,
         programs: None,
     }
 }
+
+/// The study's questions: each order against LIFO, and a current run added to MRF and LIFO
+/// (the fragmentation-aging study asks them too).
+pub const QUESTIONS: [Question; 4] = [
+    Question {
+        subject: "mrf-current",
+        reference: "mrf",
+        text: "MRF: does adding a current run change it?",
+    },
+    Question {
+        subject: "lifo-current",
+        reference: "lifo",
+        text: "LIFO: does adding a current run change it?",
+    },
+    Question {
+        subject: "addr-ordered",
+        reference: "lifo",
+        text: "address-ordered (with current run) against LIFO",
+    },
+    Question {
+        subject: "mrf",
+        reference: "lifo",
+        text: "MRF against LIFO",
+    },
+];

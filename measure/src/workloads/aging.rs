@@ -293,40 +293,35 @@ impl Workload for TraceAging {
         let start = Instant::now();
         for _ in 0..replays {
             for op in trace.ops() {
-                let size = usize::try_from(op.request()).unwrap_or(usize::MAX);
-                match op.func {
-                    Func::JemallocStats => continue,
-                    Func::Free => {
-                        if op.slot != NO_SLOT {
-                            if let Some(b) = slots[op.slot as usize].take() {
-                                // SAFETY: the slot's live block.
-                                unsafe { free(s, b, WHAT)? };
-                            }
-                        }
+                if op.func == Func::JemallocStats {
+                    continue;
+                }
+                // Every allocating call (aligned ones too) as a malloc; a realloc as a move:
+                // the new block first, then the old freed (every byte of the new one written,
+                // which a realloc in place would skip).
+                let new = if op.func == Func::Free {
+                    None
+                } else {
+                    id += 1;
+                    let size = usize::try_from(op.request()).unwrap_or(usize::MAX);
+                    Some(alloc(s, size.max(1), id, WHAT)?)
+                };
+                // The slot this call ends: `free`'s own, `realloc`'s old one (others: none).
+                let dead = if op.func == Func::Free {
+                    op.slot
+                } else {
+                    op.old
+                };
+                if dead != NO_SLOT {
+                    if let Some(b) = slots[dead as usize].take() {
+                        // SAFETY: the slot's live block.
+                        unsafe { free(s, b, WHAT)? };
                     }
-                    Func::Realloc => {
-                        // As a move: a new block, the old freed (every byte of the new one
-                        // written, which a realloc in place would skip).
-                        id += 1;
-                        let new = alloc(s, size.max(1), id, WHAT)?;
-                        if op.old != NO_SLOT {
-                            if let Some(b) = slots[op.old as usize].take() {
-                                // SAFETY: the slot's live block.
-                                unsafe { free(s, b, WHAT)? };
-                            }
-                        }
-                        if let Some(b) = slots[op.slot as usize].replace(new) {
-                            // SAFETY: a block the trace overwrote without freeing.
-                            unsafe { free(s, b, WHAT)? };
-                        }
-                    }
-                    _ => {
-                        id += 1;
-                        let new = alloc(s, size.max(1), id, WHAT)?;
-                        if let Some(b) = slots[op.slot as usize].replace(new) {
-                            // SAFETY: as above.
-                            unsafe { free(s, b, WHAT)? };
-                        }
+                }
+                if let Some(new) = new {
+                    if let Some(b) = slots[op.slot as usize].replace(new) {
+                        // SAFETY: a block the trace overwrote without freeing.
+                        unsafe { free(s, b, WHAT)? };
                     }
                 }
                 ops += 1;
