@@ -802,6 +802,82 @@ fn the_probe_times_in_process_subjects_and_programs_alike() {
     }
 }
 
+#[test]
+fn a_probed_workload_is_reported_apart_with_its_latency_chart() {
+    let out = scratch("probed");
+    let o = out.to_str().unwrap();
+    ok(&[
+        "compare",
+        "--out",
+        o,
+        "--subjects",
+        "lifo,system",
+        "--workloads",
+        "churn,churn+probe",
+        "--threads",
+        "1",
+        "--reps",
+        "2",
+        "--scale",
+        "0.02",
+        "--seed",
+        "9",
+        "--no-progress",
+    ]);
+    let results = Results::read(&out.join("results.json")).unwrap();
+    assert!(results.plan.metrics.is_empty());
+    // Two subjects, two workloads, a warm-up round and two measured ones.
+    assert_eq!(results.measurements.len(), 12);
+    for m in &results.measurements {
+        let probed = m.workload == "churn+probe";
+        assert!(probed || m.workload == "churn", "{}", m.workload);
+        assert_eq!(
+            m.metrics.probe.is_some(),
+            probed,
+            "{} {}",
+            m.subject,
+            m.workload
+        );
+        if let Some(p) = &m.metrics.probe {
+            assert_eq!(p.alloc_calls, m.metrics.ops, "{}", m.subject);
+            assert!(p.latency.p99 <= p.latency.max && p.latency.max > 0.0);
+        }
+        let mem = m.metrics.memory.as_ref().expect("memory over time");
+        assert!(mem.rss_mean_bytes > 0.0 && mem.rss_final_bytes > 0);
+    }
+    let svg = std::fs::read_to_string(out.join("churn_probe-1t-latency.svg")).unwrap();
+    assert!(
+        svg.contains("lifo") && svg.contains("system"),
+        "every subject drawn"
+    );
+    assert!(!out.join("churn-1t-latency.svg").exists());
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("runs only in the measurements of `churn+probe`"),
+        "{md}"
+    );
+    assert!(md.contains("| lat_p99_ns | lifo |"), "{md}");
+    let _ = std::fs::remove_dir_all(&out);
+
+    for (args, says) in [
+        (
+            &["--workloads", "nonesuch+probe"][..],
+            "unknown workload `nonesuch+probe`",
+        ),
+        (
+            &["--workloads", "churn+probe", "--instructions"][..],
+            "cannot share a run",
+        ),
+    ] {
+        let mut all = vec!["compare", "--out", o, "--subjects", "system"];
+        all.extend_from_slice(args);
+        let r = alloclab(&all);
+        assert!(!r.status.success());
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(err.contains(says), "{err}");
+    }
+}
+
 /// Whether valgrind can be run here (the callgrind tests need it; without it they say so and
 /// check nothing else).
 fn valgrind_runs() -> bool {

@@ -109,9 +109,10 @@ pub struct Slot {
 pub fn cells(opts: &RunOptions, workloads: &[Box<dyn Workload>]) -> Result<Vec<Cell>, String> {
     let mut out = Vec::new();
     for w in &opts.plan.workloads {
+        let base = super::workloads::probed(w).0;
         let workload = workloads
             .iter()
-            .find(|x| x.name() == w)
+            .find(|x| x.name() == base)
             .ok_or_else(|| format!("unknown workload `{w}`"))?;
         let threads: Vec<usize> = if workload.threaded() {
             opts.plan.threads.clone()
@@ -188,18 +189,27 @@ pub fn validate(
         }
     }
     for w in &opts.plan.workloads {
-        if !workloads.iter().any(|x| x.name() == w) {
+        let (base, _) = super::workloads::probed(w);
+        if !workloads.iter().any(|x| x.name() == base) {
             let names: Vec<&str> = workloads.iter().map(|x| x.name()).collect();
             return Err(format!(
-                "unknown workload `{w}` (known: {})",
-                names.join(", ")
+                "unknown workload `{w}` (known: {}; any of them with `{}` after it is measured \
+                 with the probe in front)",
+                names.join(", "),
+                super::workloads::PROBED
             ));
         }
     }
-    if opts.plan.instructions && opts.plan.probe() {
+    let probed_workload = opts
+        .plan
+        .workloads
+        .iter()
+        .any(|w| super::workloads::probed(w).1);
+    if opts.plan.instructions && (opts.plan.probe() || probed_workload) {
         return Err(
-            "--instructions and the probe's metrics cannot share a run: callgrind would count \
-             the probe's timing inside the allocator's calls (run them as two compares)"
+            "--instructions and the probe (its metrics, or a workload named `...+probe`) cannot \
+             share a run: callgrind would count the probe's timing inside the allocator's calls \
+             (run them as two compares)"
                 .into(),
         );
     }
@@ -289,17 +299,18 @@ pub fn run(
             cell.workload,
             cell.threads
         ));
+        let (workload, probed) = super::workloads::probed(&cell.workload);
         let spawn = Spawn {
             exe: opts.exe.clone(),
             args: ChildArgs {
                 subject: cell.subject.clone(),
-                workload: cell.workload.clone(),
+                workload: workload.to_string(),
                 threads: cell.threads,
                 scale: opts.plan.scale,
                 seed: opts.plan.seed,
                 iterations: opts.iterations,
                 heap_conf: opts.plan.heap_confs.clone(),
-                probe: opts.plan.probe(),
+                probe: opts.plan.probe() || probed,
             },
             env_pad: slot.env_pad,
             callgrind_dir: callgrind_dir.clone(),

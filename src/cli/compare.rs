@@ -14,14 +14,16 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// The workloads of `--quick`: one trace replay each way, the thread-arena pattern of the
-/// 1436541 seed, a larson-like server loop and producer/consumer frees (chosen so that the
-/// whole quick run, every subject included, stays within about three minutes on two cores).
+/// 1436541 seed, a larson-like server loop and producer/consumer frees, and the larson loop
+/// again with the probe in front for the latency ladder (chosen so that the whole quick run,
+/// every subject included, stays within about four minutes on two cores).
 pub const QUICK_WORKLOADS: &[&str] = &[
     "replay-python3-stdlib-notouch",
     "replay-python3-stdlib-touch",
     "thread-arena",
     "larson",
     "producer-consumer",
+    "larson+probe",
 ];
 /// The thread counts of `--quick`.
 pub const QUICK_THREADS: &[usize] = &[1, 2];
@@ -45,8 +47,8 @@ fn thread_count(s: &str) -> Result<usize, String> {
 /// Options of `alloclab compare`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// The CI-sized grid (every subject, five workloads at a tenth of the work, 7 rounds, threads
-    /// 1 and 2): a few minutes on two cores.
+    /// The CI-sized grid (every subject, five workloads at a tenth of the work and larson again
+    /// with the probe in front, 7 rounds, threads 1 and 2): a few minutes on two cores.
     #[arg(long)]
     pub quick: bool,
     /// Directory for results.json, report.md, results.csv, the charts (and table.tex).
@@ -55,7 +57,9 @@ pub struct CompareArgs {
     /// Subjects, comma separated (default: every alloclab config, registered config and peer).
     #[arg(long, value_delimiter = ',', num_args = 1..)]
     pub subjects: Option<Vec<String>>,
-    /// Workloads, comma separated (default: all; with --quick a small set).
+    /// Workloads, comma separated (default: all; with --quick a small set). A name with
+    /// `+probe` after it (`larson+probe`) is that workload measured with the probe in front,
+    /// reported as a workload of its own, with latency figures and chart.
     #[arg(long, value_delimiter = ',', num_args = 1..)]
     pub workloads: Option<Vec<String>>,
     /// Measured rounds (process invocations per cell), after the warm-up.
@@ -188,7 +192,16 @@ pub fn options(
         .unwrap_or_else(|| entries.iter().map(|e| e.name.clone()).collect());
     let workload_names = match (&args.workloads, args.quick) {
         (Some(w), _) => w.clone(),
-        (None, true) => QUICK_WORKLOADS.iter().map(|s| s.to_string()).collect(),
+        (None, true) => QUICK_WORKLOADS
+            .iter()
+            // Under callgrind, or with the probe in every measurement already, the probed
+            // copy is refused or redundant.
+            .filter(|w| {
+                let probe_everywhere = args.metrics.iter().any(|m| analysis::is_probe_metric(m));
+                !(workloads::probed(w).1 && (args.instructions || probe_everywhere))
+            })
+            .map(|s| s.to_string())
+            .collect(),
         (None, false) => workloads.iter().map(|w| w.name().to_string()).collect(),
     };
     let threads = args.threads.clone().unwrap_or_else(|| {

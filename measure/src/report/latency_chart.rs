@@ -65,6 +65,16 @@ pub(super) fn write(results: &Results, dir: &Path) -> std::io::Result<Vec<PathBu
     Ok(written)
 }
 
+/// A ladder's points; a rung at 0 (no slower than the probe's own cost, which is subtracted)
+/// sits at the axis's left edge, `floor`, rather than falling off a log scale.
+fn points(l: &[f64; 6], floor: f64) -> Vec<(f64, f64)> {
+    l.iter()
+        .zip(RUNGS)
+        .filter(|(v, _)| v.is_finite())
+        .map(|(v, (_, h))| (v.max(floor), h))
+        .collect()
+}
+
 fn draw(
     path: &Path,
     workload: &str,
@@ -104,18 +114,16 @@ fn draw(
         .configure_mesh()
         .y_labels(60)
         .y_label_formatter(&rung_name)
-        .x_desc("ns inside the allocator (log scale; the probe's cost subtracted)")
+        .x_desc(
+            "ns inside the allocator (log scale; the probe's cost subtracted, calls within it \
+             at the left edge)",
+        )
         .y_desc("percentile")
         .draw()
         .map_err(io_error)?;
     for (k, (name, l)) in lines.iter().enumerate() {
         let colour = Palette99::pick(k).to_rgba();
-        let points: Vec<(f64, f64)> = l
-            .iter()
-            .zip(RUNGS)
-            .filter(|(v, _)| v.is_finite() && **v > 0.0)
-            .map(|(v, (_, h))| (*v, h))
-            .collect();
+        let points = points(l, lo);
         chart
             .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
             .map_err(io_error)?
@@ -185,5 +193,21 @@ mod tests {
             "rung and subject named"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_rung_within_the_probes_cost_is_drawn_at_the_left_edge() {
+        let l = [0.0, 0.0, 10.0, f64::NAN, 300.0, 5000.0];
+        let p = points(&l, 6.0);
+        assert_eq!(
+            p,
+            vec![
+                (6.0, 0.301),
+                (6.0, 1.0),
+                (10.0, 2.0),
+                (300.0, 4.0),
+                (5000.0, 5.0)
+            ]
+        );
     }
 }

@@ -37,6 +37,27 @@ fn probe_note(out: &mut String, results: &Results) {
     every.sort_unstable();
     every.dedup();
     let subtracted = probes.iter().all(|p| p.subtracted);
+    let everywhere = probes.len() == results.measurements.len();
+    let mut probed: Vec<&str> = results
+        .measurements
+        .iter()
+        .filter(|m| m.metrics.probe.is_some())
+        .map(|m| m.workload.as_str())
+        .collect();
+    probed.sort_unstable();
+    probed.dedup();
+    let where_ = if everywhere {
+        "The probe runs in every measurement of this report, so its".to_string()
+    } else {
+        format!(
+            "The probe runs only in the measurements of {}, so their",
+            probed
+                .iter()
+                .map(|w| format!("`{w}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
     let _ = write!(
         out,
         "\n\nThe `alloc_*` and `lat_*` figures are time inside the allocator: the probe takes a \
@@ -44,7 +65,7 @@ fn probe_note(out: &mut String, results: &Results) {
          total, `alloc_ns_per_thread_max` the largest; latency percentiles are over every call, \
          to within 0.4% (log-linear buckets). The probe's own cost, an empty pair of time \
          stamps, was {} to {} per call in these runs and was {}subtracted from every figure; \
-         {}. The probe runs in every measurement of this report, so its \
+         {}. {where_} \
          other figures (wall time, RSS) include its cost too.",
         clocks.join(", "),
         format_value(lo, "ns"),

@@ -75,6 +75,20 @@ pub fn by_name(name: &str) -> Option<Box<dyn Workload>> {
     all().into_iter().find(|w| w.name() == name)
 }
 
+/// What a workload name ends with to be measured with the probe in front of every subject
+/// (`larson+probe`): a workload of its own in the results, so that the probe's cost, which
+/// its wall time and RSS include, is never mixed into the unprobed workload's figures.
+pub const PROBED: &str = "+probe";
+
+/// The workload a name stands for and whether it asks for the probe (`larson+probe` is
+/// `("larson", true)`).
+pub fn probed(name: &str) -> (&str, bool) {
+    match name.strip_suffix(PROBED) {
+        Some(base) => (base, true),
+        None => (name, false),
+    }
+}
+
 /// How a workload is run.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Params {
