@@ -264,20 +264,28 @@ pub struct Fragmentation {
     pub end: f64,
 }
 
-/// Percentiles of call latency (ns, the probe's cost subtracted).
+/// Percentiles of call latency (ns, the probe's cost subtracted). In results.json each field
+/// carries its metric's name (`lat_p99_ns`, `lat_max_ns`, ...), so a script finds a figure by
+/// the name `--metrics` takes; files written before that (`p99`, `max`) still read.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Ladder {
     /// Median.
+    #[serde(rename = "lat_p50_ns", alias = "p50")]
     pub p50: f64,
     /// 90th percentile.
+    #[serde(rename = "lat_p90_ns", alias = "p90")]
     pub p90: f64,
     /// 99th percentile.
+    #[serde(rename = "lat_p99_ns", alias = "p99")]
     pub p99: f64,
     /// 99.9th percentile.
+    #[serde(rename = "lat_p999_ns", alias = "p999")]
     pub p999: f64,
     /// 99.99th percentile.
+    #[serde(rename = "lat_p9999_ns", alias = "p9999")]
     pub p9999: f64,
     /// The longest call.
+    #[serde(rename = "lat_max_ns", alias = "max")]
     pub max: f64,
 }
 
@@ -654,5 +662,30 @@ mod tests {
             err.contains("/nonexistent/results.json: cannot read"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn latency_fields_carry_their_metric_names_and_old_names_still_read() {
+        let l = Ladder {
+            p50: 1.0,
+            p90: 2.0,
+            p99: 3.0,
+            p999: 4.0,
+            p9999: 5.0,
+            max: 6.0,
+        };
+        let json = serde_json::to_value(&l).unwrap();
+        for (name, v) in [
+            ("lat_p50_ns", 1.0),
+            ("lat_p90_ns", 2.0),
+            ("lat_p99_ns", 3.0),
+            ("lat_p999_ns", 4.0),
+            ("lat_p9999_ns", 5.0),
+            ("lat_max_ns", 6.0),
+        ] {
+            assert_eq!(json[name], serde_json::json!(v), "{name} in {json}");
+        }
+        let old = r#"{"p50": 1.0, "p90": 2.0, "p99": 3.0, "p999": 4.0, "p9999": 5.0, "max": 6.0}"#;
+        assert_eq!(serde_json::from_str::<Ladder>(old).unwrap(), l);
     }
 }
