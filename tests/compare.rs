@@ -130,10 +130,14 @@ fn compare_writes_a_complete_grid_and_shards_merge_into_it() {
         "the subject's own description: {md}"
     );
 
-    // `report` redraws from results.json alone.
+    // `report` redraws from results.json alone, with other margins if asked.
     std::fs::remove_file(whole.join("report.md")).unwrap();
-    ok(&["report", whole.to_str().unwrap()]);
-    assert!(whole.join("report.md").is_file());
+    ok(&["report", whole.to_str().unwrap(), "--margin", "wall=0.3"]);
+    let md = std::fs::read_to_string(whole.join("report.md")).unwrap();
+    assert!(md.contains("±30% for wall"), "{md}");
+    assert!(md.starts_with("# alloclab compare: report") && md.contains("\n## Summary\n"));
+    let comparisons = std::fs::read_to_string(whole.join("comparisons.csv")).unwrap();
+    assert!(comparisons.lines().count() > 1, "{comparisons}");
 
     // Two shards, merged, are the unsharded grid.
     let (a, b) = (scratch("shard1"), scratch("shard2"));
@@ -248,6 +252,14 @@ fn bad_requests_get_clear_errors() {
         ),
         (vec!["report", o], "results.json"),
         (vec!["paper", "nonesuch"], "unknown study"),
+        (
+            vec!["compare", "--out", o, "--margin", "2"],
+            "a margin is a fraction above 0 and below 1",
+        ),
+        (
+            vec!["compare", "--out", o, "--margin", "walltime=0.02"],
+            "unknown metric `walltime`",
+        ),
         (
             vec![
                 "compare",

@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 pub struct AnalysisOptions {
     /// Confidence level of every interval.
     pub level: f64,
-    /// Family-wise significance level (Holm-Bonferroni across the comparisons of one metric).
+    /// Family-wise significance level (Holm-Bonferroni across the comparisons of one workload
+    /// and metric); also the level of each one-sided test of the equivalence test.
     pub alpha: f64,
     /// Power at which the minimum detectable effect is stated.
     pub power: f64,
@@ -36,21 +37,23 @@ impl Default for AnalysisOptions {
     }
 }
 
-/// Which way a subject differs from the baseline.
+/// What the data show about a subject against the baseline: one of four answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// Significantly lower than the baseline (less time, less memory, fewer operations per
-    /// second: whether lower is better depends on the metric).
+    /// second: whether lower is better depends on the metric): the Holm-adjusted p is below
+    /// alpha and the ratio's interval excludes 1 (with a zero baseline, the medians differ).
     Lower,
     /// Significantly higher than the baseline.
     Higher,
-    /// The data do not show a difference: the Holm-adjusted p is not below alpha, or the
-    /// ratio's interval contains 1.
-    NoSignificantDifference,
-    /// The baseline's median is zero (a counter the baseline never moves): no ratio exists,
-    /// so none is given and no direction is claimed.
-    BaselineZero,
+    /// Equivalent within the metric's margin: both one-sided tests of TOST reject at alpha
+    /// (the ratio's `1 - 2 alpha` interval lies inside `[1 / (1 + m), 1 + m]`), or both
+    /// subjects measured exactly zero every time.
+    Equivalent,
+    /// Neither a difference nor equivalence is shown; the comparison says the smallest
+    /// difference its noise would have let it detect.
+    Inconclusive,
 }
 
 impl Verdict {
@@ -59,9 +62,121 @@ impl Verdict {
         match self {
             Verdict::Lower => "lower",
             Verdict::Higher => "higher",
-            Verdict::NoSignificantDifference => "no significant difference",
-            Verdict::BaselineZero => "baseline is 0",
+            Verdict::Equivalent => "equivalent",
+            Verdict::Inconclusive => "inconclusive",
         }
+    }
+}
+
+/// The default equivalence margin of a metric (`0.02`: a ratio within `[1/1.02, 1.02]` counts
+/// as no difference that matters). Chosen from what each kind of figure can resolve on a quiet
+/// machine and what a reviewer would call a difference: memory is stable to a page, so 1%;
+/// times and rates vary by a percent or two between invocations, so 2%; system time and
+/// tail latencies are small and jittery, so 10%; counters of policy behaviour, 5%;
+/// callgrind's counts are deterministic, so 1%. `--margin` overrides them
+/// (docs/MEASURING.md).
+pub fn default_margin(metric_name: &str) -> f64 {
+    match metric_name {
+        "wall"
+        | "user"
+        | "ops_per_sec"
+        | "alloc_ns_per_thread"
+        | "alloc_ns_per_thread_max"
+        | "alloc_ns_per_op" => 0.02,
+        "sys" | "rss_returned_bytes" | "heap.lock_wait" | "heap.lock_wait_max_arena" => 0.10,
+        m if m.starts_with("lat_") => 0.10,
+        m if m.starts_with("instructions.") => 0.01,
+        // The studies' short names for callgrind's counts (papers' questions).
+        "instructions" | "data_reads" | "data_writes" | "memory_traffic" | "d1_misses"
+        | "ll_misses" => 0.01,
+        m if m.starts_with("free_") => 0.01,
+        "peak_rss"
+        | "final_rss"
+        | "max_rss_process"
+        | "rss_mean_bytes"
+        | "rss_final_bytes"
+        | "heap.peak_allocated"
+        | "heap.peak_active"
+        | "heap.peak_mapped" => 0.01,
+        m if m.starts_with("rss_frag_") || m.starts_with("heap.frag_") => 0.02,
+        _ => 0.05,
+    }
+}
+
+/// The margins in force: `overrides` are `--margin` values, each `METRIC=M` or a bare `M`
+/// for every metric (a later one wins); the defaults fill the rest.
+pub fn margin_for(metric_name: &str, overrides: &[String]) -> f64 {
+    let mut m = default_margin(metric_name);
+    for o in overrides {
+        match o.split_once('=') {
+            Some((name, v)) if name == metric_name => {
+                if let Ok(v) = v.parse() {
+                    m = v;
+                }
+            }
+            Some(_) => {}
+            None => {
+                if let Ok(v) = o.parse() {
+                    m = v;
+                }
+            }
+        }
+    }
+    m
+}
+
+/// Checks a `--margin` value: `M` or `METRIC=M`, with `M` a fraction in (0, 1) (`0.02` is
+/// 2%) and `METRIC` a known metric.
+pub fn parse_margin(text: &str) -> Result<String, String> {
+    let (name, value) = match text.split_once('=') {
+        Some((n, v)) => (Some(n), v),
+        None => (None, text),
+    };
+    if let Some(n) = name {
+        if metric(n).is_none() {
+            return Err(format!("--margin {text}: unknown metric `{n}`"));
+        }
+    }
+    match value.parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(text.to_string()),
+        _ => Err(format!(
+            "--margin {text}: a margin is a fraction above 0 and below 1 (0.02 is ±2%), \
+             optionally after METRIC="
+        )),
+    }
+}
+
+/// What a plan's grid can conclude, said before it runs: `None` when its largest Holm family
+/// (every compared subject at every thread count of one workload) can reach significance
+/// with its invocations, else a sentence saying how many invocations would.
+pub fn plan_reachability(plan: &super::schema::Plan, alpha: f64) -> Option<String> {
+    let compared = plan.subjects.len().saturating_sub(1);
+    let family = compared * plan.threads.len().max(1);
+    if family == 0 {
+        return None;
+    }
+    match reachable(plan.reps, family, alpha) {
+        Ok(()) => None,
+        Err(need) => Some(format!(
+            "with {} invocations per subject no difference can reach significance in a Holm \
+             family of {family} comparisons ({compared} subjects against the baseline at {} \
+             thread counts) at alpha {alpha}{}; equivalence can still be shown",
+            plan.reps,
+            plan.threads.len().max(1),
+            need.map_or(String::new(), |n| format!(": --reps {n} would reach it")),
+        )),
+    }
+}
+
+/// Whether a grid's families can reach significance: the exact rank test's smallest p with
+/// `reps` invocations a side, times the largest Holm family (`family`), must be below `alpha`.
+/// `Err(n)`: it cannot, and `n` invocations a side would.
+pub fn reachable(reps: usize, family: usize, alpha: f64) -> Result<(), Option<usize>> {
+    let strictest = alpha / family.max(1) as f64;
+    if stats::min_two_sided_p(reps, reps) < strictest {
+        Ok(())
+    } else {
+        Err(stats::min_invocations_for(strictest))
     }
 }
 
@@ -89,10 +204,23 @@ pub struct Comparison {
     pub ratio: ConfidenceInterval,
     /// The Mann-Whitney U test of subject against baseline.
     pub test: TestResult,
-    /// The test's p adjusted by Holm-Bonferroni across every comparison of the analysis.
+    /// The test's p adjusted by Holm-Bonferroni across the comparisons of its family (the
+    /// same workload and metric: every subject and thread count).
     pub p_holm: f64,
+    /// Comparisons in its Holm family.
+    pub family_size: usize,
     /// What the data show.
     pub verdict: Verdict,
+    /// The equivalence margin applied (`0.02`: within ±2%).
+    pub margin: f64,
+    /// The equivalence test (TOST) on the ratio of medians; `None` when the baseline's median
+    /// is zero (no ratio exists).
+    pub equivalence: Option<stats::Equivalence>,
+    /// The baseline's median is zero: the verdict rests on the rank test and the difference of
+    /// the medians, not on a ratio.
+    pub baseline_zero: bool,
+    /// `median(subject) - median(baseline)`, in the metric's unit.
+    pub difference: f64,
     /// The smallest relative difference of medians (`0.05` = 5%) this comparison would have
     /// detected with the analysis's power, at the strictest level Holm's procedure applies
     /// (`alpha / comparisons`). Infinite when the number of invocations cannot reach it.
@@ -124,8 +252,11 @@ pub struct Analysis {
     pub baseline: String,
     /// How it was done.
     pub options: AnalysisOptions,
-    /// Comparisons made, all metrics together (each metric is its own Holm family).
+    /// Comparisons made, all metrics together (each workload and metric is its own Holm
+    /// family).
     pub comparisons_made: usize,
+    /// The largest Holm family.
+    pub largest_family: usize,
     /// Per workload (plan order), thread count and metric ([`METRICS`] order).
     pub metrics: Vec<MetricAnalysis>,
 }
@@ -583,7 +714,12 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
                             ratio,
                             test: stats::mann_whitney_u(v, base),
                             p_holm: f64::NAN,
-                            verdict: Verdict::NoSignificantDifference,
+                            family_size: 0,
+                            verdict: Verdict::Inconclusive,
+                            margin: margin_for(def.name, &results.plan.margins),
+                            equivalence: None,
+                            baseline_zero: false,
+                            difference: stats::median(v) - stats::median(base),
                             min_detectable_effect: f64::NAN,
                             min_invocations: None,
                         });
@@ -601,64 +737,105 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
         }
     }
 
-    // Holm's family is one metric: every comparison against the baseline of that metric, over
-    // all workloads, thread counts and subjects. Each metric answers its own question (is it
-    // faster? smaller?), and pooling them would make a quick run unable to find anything.
-    let total: usize = out.iter().map(|m| m.comparisons.len()).sum();
-    let mut names: Vec<String> = out.iter().map(|m| m.metric.clone()).collect();
-    names.sort();
-    names.dedup();
-    let mut k = 0;
-    let mut positions: Vec<(String, usize)> = Vec::with_capacity(total);
+    // Holm's family is one workload and metric: every subject and thread count compared with
+    // the baseline on it. A reader can name it ("larson's wall time"), its size does not grow
+    // with the number of workloads in the run, and each family answers one question.
+    let mut families: Vec<(String, String)> = Vec::new();
     for m in &out {
-        for _ in &m.comparisons {
-            positions.push((m.metric.clone(), k));
-            k += 1;
+        let key = (m.workload.clone(), m.metric.clone());
+        if !m.comparisons.is_empty() && !families.contains(&key) {
+            families.push(key);
         }
     }
+    let mut k0 = 0;
+    let mut family_of = Vec::new();
+    for m in &out {
+        let f = families
+            .iter()
+            .position(|(w, n)| *w == m.workload && *n == m.metric);
+        for _ in &m.comparisons {
+            family_of.push(f.unwrap_or(usize::MAX));
+            k0 += 1;
+        }
+    }
+    let total = k0;
+    let raw: Vec<f64> = out
+        .iter()
+        .flat_map(|m| m.comparisons.iter())
+        .map(|c| c.test.p)
+        .collect();
     let mut adjusted = vec![f64::NAN; total];
     let mut family_size = vec![0usize; total];
-    for name in &names {
-        let idx: Vec<usize> = positions
-            .iter()
-            .filter(|(n, _)| n == name)
-            .map(|&(_, i)| i)
-            .collect();
-        let raw: Vec<f64> = out
-            .iter()
-            .flat_map(|m| m.comparisons.iter())
-            .enumerate()
-            .filter(|(i, _)| idx.contains(i))
-            .map(|(_, c)| c.test.p)
-            .collect();
-        for (j, p) in stats::holm(&raw).into_iter().enumerate() {
+    for f in 0..families.len() {
+        let idx: Vec<usize> = (0..total).filter(|&i| family_of[i] == f).collect();
+        let ps: Vec<f64> = idx.iter().map(|&i| raw[i]).collect();
+        for (j, p) in stats::holm(&ps).into_iter().enumerate() {
             adjusted[idx[j]] = p;
             family_size[idx[j]] = idx.len();
+        }
+    }
+    let mut cells: Vec<(String, String, usize)> = Vec::new();
+    for m in &out {
+        for _ in &m.comparisons {
+            cells.push((m.workload.clone(), m.metric.clone(), m.threads));
         }
     }
     let all = out.iter_mut().flat_map(|m| m.comparisons.iter_mut());
     for (k, c) in all.enumerate() {
         c.p_holm = adjusted[k];
+        c.family_size = family_size[k];
         let strictest_alpha = opts.alpha / family_size[k].max(1) as f64;
         let (a, b) = &samples_for_mde[k];
-        let significant = c.p_holm < opts.alpha && !c.ratio.contains(1.0);
-        c.verdict = match (significant, c.ratio.estimate < 1.0) {
-            // A zero median below the ratio: NaN, which no interval contains.
-            _ if stats::median(b) == 0.0 => Verdict::BaselineZero,
-            (false, _) => Verdict::NoSignificantDifference,
-            (true, true) => Verdict::Lower,
-            (true, false) => Verdict::Higher,
-        };
+        let (workload, name, t) = &cells[k];
+        let seed = derive_seed(opts.seed, &[workload, name, &c.subject, "tost"], *t);
+        decide(c, a, b, opts, seed);
         c.min_detectable_effect = stats::min_detectable_effect(a, b, strictest_alpha, opts.power);
         c.min_invocations = stats::min_invocations_for(strictest_alpha);
     }
-    let raw_len = total;
+    let largest_family = family_size.iter().copied().max().unwrap_or(0);
     Analysis {
         baseline: baseline.to_string(),
         options: *opts,
-        comparisons_made: raw_len,
+        comparisons_made: total,
+        largest_family,
         metrics: out,
     }
+}
+
+/// Sets `c.verdict` (and its equivalence test) from the subject's sample `a`, the baseline's
+/// `b`, and the Holm-adjusted p already in `c`: **lower**/**higher** when the difference is
+/// significant, else **equivalent** when TOST shows the ratio within the margin, else
+/// **inconclusive**. A zero baseline median has no ratio: the rank test and the sign of the
+/// difference of medians decide, and only two samples of nothing but zeros are equivalent.
+pub fn decide(c: &mut Comparison, a: &[f64], b: &[f64], opts: &AnalysisOptions, seed: u64) {
+    let median_b = stats::median(b);
+    c.difference = stats::median(a) - median_b;
+    c.baseline_zero = median_b == 0.0;
+    if c.baseline_zero {
+        c.equivalence = None;
+        let all_zero = a.iter().chain(b).all(|&x| x == 0.0);
+        c.verdict = if all_zero {
+            Verdict::Equivalent
+        } else if c.p_holm < opts.alpha && c.difference != 0.0 {
+            if c.difference < 0.0 {
+                Verdict::Lower
+            } else {
+                Verdict::Higher
+            }
+        } else {
+            Verdict::Inconclusive
+        };
+        return;
+    }
+    let e = stats::tost_ratio(a, b, c.margin, opts.alpha, opts.resamples, seed);
+    let significant = c.p_holm < opts.alpha && !c.ratio.contains(1.0);
+    c.verdict = match (significant, e.equivalent) {
+        (true, _) if c.ratio.estimate < 1.0 => Verdict::Lower,
+        (true, _) => Verdict::Higher,
+        (false, true) => Verdict::Equivalent,
+        (false, false) => Verdict::Inconclusive,
+    };
+    c.equivalence = Some(e);
 }
 
 #[cfg(test)]
@@ -685,7 +862,8 @@ mod tests {
         assert_eq!(fast.verdict, Verdict::Lower);
         assert!(fast.ratio.contains(0.8) || (fast.ratio.estimate - 0.8).abs() < 0.02);
         let same = &wall.comparisons[1];
-        assert_eq!(same.verdict, Verdict::NoSignificantDifference, "{same:?}");
+        assert_ne!(same.verdict, Verdict::Lower, "{same:?}");
+        assert_ne!(same.verdict, Verdict::Higher, "{same:?}");
         assert!(same.min_detectable_effect.is_finite() && same.min_detectable_effect > 0.0);
         assert!(same.min_detectable_effect < 0.2, "{same:?}");
         let ops = a.get("churn", 1, "ops_per_sec").unwrap();
@@ -701,12 +879,137 @@ mod tests {
         assert!(heap.comparisons.is_empty());
         assert!(a.get("churn", 1, "instructions.instructions").is_none());
 
-        // Comparisons: 7 non-heap metrics x 3 cells x 2 subjects; Holm per metric (6 each).
+        // Comparisons: 7 non-heap metrics x 3 cells x 2 subjects; Holm per workload and
+        // metric: churn's families have 2 threads x 2 subjects, trace's 1 x 2.
         assert_eq!(a.comparisons_made, 7 * 3 * 2);
-        for c in a.metrics.iter().flat_map(|m| &m.comparisons) {
-            assert!(c.p_holm >= c.test.p);
+        assert_eq!(a.largest_family, 4);
+        for m in &a.metrics {
+            for c in &m.comparisons {
+                assert!(c.p_holm >= c.test.p);
+                let expected = if m.workload == "churn" { 4 } else { 2 };
+                assert_eq!(c.family_size, expected, "{}: {c:?}", m.workload);
+            }
         }
         assert_eq!(a, analyze(&results), "deterministic");
+    }
+
+    /// A cell of two subjects with the given samples, analysed.
+    fn two(a: &[f64], b: &[f64]) -> Comparison {
+        let mut results = test_fixture::results(1);
+        results.measurements.clear();
+        results.failures.clear();
+        results.plan.subjects = vec!["base".into(), "x".into()];
+        results.plan.baseline = "base".into();
+        results.plan.workloads = vec!["churn".into()];
+        for (subject, sample) in [("base", b), ("x", a)] {
+            for (round, &wall) in sample.iter().enumerate() {
+                results.measurements.push(Measurement {
+                    subject: subject.into(),
+                    describe: subject.into(),
+                    workload: "churn".into(),
+                    threads: 1,
+                    round,
+                    warmup: false,
+                    order: 0,
+                    env_pad: 0,
+                    metrics: Metrics {
+                        wall,
+                        ..Metrics::default()
+                    },
+                });
+            }
+        }
+        let a = analyze(&results);
+        a.get("churn", 1, "wall").unwrap().comparisons[0].clone()
+    }
+
+    /// `n` values around `centre`, spread ±0.3% deterministically.
+    fn around(centre: f64, n: usize, phase: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| centre * (1.0 + ((i * 7 + phase) % 13) as f64 / 13.0 * 0.006 - 0.003))
+            .collect()
+    }
+
+    #[test]
+    fn identical_distributions_are_equivalent() {
+        let c = two(&around(1.0, 12, 3), &around(1.0, 12, 0));
+        assert_eq!(c.verdict, Verdict::Equivalent, "{c:?}");
+        assert_eq!(c.margin, 0.02);
+        assert!(c.equivalence.unwrap().equivalent);
+    }
+
+    #[test]
+    fn a_ten_percent_shift_is_higher() {
+        let c = two(&around(1.1, 12, 3), &around(1.0, 12, 0));
+        assert_eq!(c.verdict, Verdict::Higher, "{c:?}");
+        let c = two(&around(0.9, 12, 3), &around(1.0, 12, 0));
+        assert_eq!(c.verdict, Verdict::Lower, "{c:?}");
+    }
+
+    #[test]
+    fn three_invocations_are_inconclusive() {
+        // Even a 10% shift: 3 against 3 cannot reach p < 0.05, and three points give too wide
+        // an interval to show equivalence either.
+        let c = two(&around(1.1, 3, 3), &around(1.0, 3, 0));
+        assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
+        assert!(c.min_detectable_effect.is_infinite());
+        let c = two(&around(1.0, 3, 3), &around(1.0, 3, 0));
+        assert_ne!(c.verdict, Verdict::Lower);
+        assert_ne!(c.verdict, Verdict::Higher);
+    }
+
+    #[test]
+    fn a_wide_spread_is_inconclusive_not_equivalent() {
+        let wide: Vec<f64> = (0..12).map(|i| 1.0 + (i % 4) as f64 * 0.1).collect();
+        let c = two(&wide, &wide.iter().rev().copied().collect::<Vec<_>>());
+        assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
+        assert!(c.min_detectable_effect.is_finite());
+    }
+
+    #[test]
+    fn margins_default_per_metric_and_are_overridden() {
+        assert_eq!(margin_for("peak_rss", &[]), 0.01);
+        assert_eq!(margin_for("wall", &[]), 0.02);
+        assert_eq!(margin_for("lat_p99_ns", &[]), 0.10);
+        assert_eq!(margin_for("wall", &["0.05".into()]), 0.05);
+        assert_eq!(margin_for("wall", &["peak_rss=0.03".into()]), 0.02);
+        assert_eq!(
+            margin_for("wall", &["0.05".into(), "wall=0.01".into()]),
+            0.01
+        );
+        assert!(parse_margin("0.02").is_ok());
+        assert!(parse_margin("wall=0.02").is_ok());
+        assert!(parse_margin("nonsense=0.02").is_err());
+        assert!(parse_margin("2").is_err());
+        assert!(parse_margin("-0.1").is_err());
+        // A wider margin makes a 3% difference between tight samples equivalent.
+        let mut results = test_fixture::results(12);
+        results.plan.margins = vec!["wall=0.5".into()];
+        let a = analyze(&results);
+        let same = &a.get("churn", 1, "wall").unwrap().comparisons[1];
+        assert_eq!(same.margin, 0.5);
+        assert_eq!(same.verdict, Verdict::Equivalent, "{same:?}");
+    }
+
+    #[test]
+    fn a_grid_that_cannot_conclude_says_so_before_it_runs() {
+        let mut plan = test_fixture::results(3).plan;
+        // 3 subjects, 2 thread counts: families of 4; 3 invocations cannot reach.
+        let said = plan_reachability(&plan, 0.05).expect("a warning");
+        assert!(
+            said.contains("family of 4") && said.contains("--reps 5"),
+            "{said}"
+        );
+        plan.reps = 7;
+        assert_eq!(plan_reachability(&plan, 0.05), None);
+    }
+
+    #[test]
+    fn reachability_of_a_grid() {
+        // 7 a side: smallest p 2/3432 = 0.00058; a family of 90 cannot, one of 18 can.
+        assert!(reachable(7, 18, 0.05).is_ok());
+        assert_eq!(reachable(7, 90, 0.05), Err(Some(8)));
+        assert!(reachable(3, 1, 0.05).is_err());
     }
 
     #[test]
@@ -721,9 +1024,16 @@ mod tests {
         let a = analyze(&results);
         let sys = a.get("churn", 1, "sys").unwrap();
         for c in &sys.comparisons {
-            assert_eq!(c.verdict, Verdict::BaselineZero, "{c:?}");
-            assert_eq!(c.verdict.label(), "baseline is 0");
+            assert!(c.baseline_zero, "{c:?}");
+            assert!(c.equivalence.is_none());
+            // The others always spend some: the rank test finds them higher.
+            assert_eq!(c.verdict, Verdict::Higher, "{c:?}");
+            assert!(c.difference > 0.0);
         }
+        // Both always zero: equivalent, nothing to tell apart.
+        let c = two(&[0.0; 12], &[0.0; 12]);
+        assert!(c.baseline_zero);
+        assert_eq!(c.verdict, Verdict::Equivalent);
         // The other metrics are untouched.
         let wall = a.get("churn", 1, "wall").unwrap();
         assert_eq!(wall.comparisons[0].verdict, Verdict::Lower);
@@ -736,9 +1046,10 @@ mod tests {
         let wall = a.get("churn", 1, "wall").unwrap();
         let fast = &wall.comparisons[0];
         // 3 against 3: the smallest possible p, 0.1, is above any alpha.
-        assert_eq!(fast.verdict, Verdict::NoSignificantDifference);
+        assert_eq!(fast.verdict, Verdict::Inconclusive);
         assert!(fast.min_detectable_effect.is_infinite());
-        // Holm over the 6 comparisons of a metric: 5 invocations each are needed.
+        // Holm over the 4 comparisons of churn's wall time: 5 invocations each are needed.
+        assert_eq!(fast.family_size, 4);
         assert_eq!(fast.min_invocations, Some(5));
     }
 

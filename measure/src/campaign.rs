@@ -23,6 +23,9 @@ pub fn plan_fields(plan: &Plan) -> Vec<(&'static str, String)> {
         shards,
         heap_confs,
         metrics,
+        // The margins change what the analysis concludes, not what is measured: runs that
+        // differ only in them are still parts of one campaign.
+        margins: _,
     } = plan;
     vec![
         ("subjects", list(subjects)),

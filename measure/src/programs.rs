@@ -38,6 +38,8 @@ pub struct ProgramOptions {
     /// The metrics asked for (`--metrics`); a probe metric preloads liballoclab_probe.so in
     /// front of every subject.
     pub metrics: Vec<String>,
+    /// The equivalence margins (`--margin`).
+    pub margins: Vec<String>,
 }
 
 /// One allocator for a program: a library to preload (none for glibc) and its environment.
@@ -926,6 +928,7 @@ pub fn run_with(
             shards: vec![],
             heap_confs: Vec::new(),
             metrics: opts.metrics.clone(),
+            margins: opts.margins.clone(),
         },
         measurements,
         failures,

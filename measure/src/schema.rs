@@ -142,6 +142,10 @@ pub struct Plan {
     /// probe's (`alloc_*`, `lat_*`) puts the probe in front of every subject.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<String>,
+    /// The `--margin` values of the equivalence tests (`M` for every metric or `METRIC=M`);
+    /// empty: every metric's default (`analysis::default_margin`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub margins: Vec<String>,
 }
 
 impl Plan {

@@ -117,6 +117,7 @@ pub(crate) fn results(reps: usize) -> Results {
             shards: vec![],
             heap_confs: Vec::new(),
             metrics: Vec::new(),
+            margins: Vec::new(),
         },
         measurements,
         failures: vec![Failure {

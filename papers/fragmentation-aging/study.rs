@@ -25,6 +25,7 @@ const QUESTIONS: [Question; 5] = {
             subject: "lifo-tcache",
             reference: "lifo",
             text: "LIFO: does a thread cache change it?",
+            margins: &[],
         },
     ]
 };

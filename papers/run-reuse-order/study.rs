@@ -64,20 +64,24 @@ pub const QUESTIONS: [Question; 4] = [
         subject: "mrf-current",
         reference: "mrf",
         text: "MRF: does adding a current run change it?",
+        margins: &[],
     },
     Question {
         subject: "lifo-current",
         reference: "lifo",
         text: "LIFO: does adding a current run change it?",
+        margins: &[],
     },
     Question {
         subject: "addr-ordered",
         reference: "lifo",
         text: "address-ordered (with current run) against LIFO",
+        margins: &[],
     },
     Question {
         subject: "mrf",
         reference: "lifo",
         text: "MRF against LIFO",
+        margins: &[],
     },
 ];

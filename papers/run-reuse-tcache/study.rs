@@ -37,26 +37,31 @@ const CACHE_QUESTIONS: [Question; 5] = [
         subject: "addr-ordered-tcache",
         reference: "addr-ordered",
         text: "address-ordered + current run: with the cache against without",
+        margins: &[],
     },
     Question {
         subject: "mrf-tcache",
         reference: "mrf",
         text: "MRF: with the cache against without",
+        margins: &[],
     },
     Question {
         subject: "lifo-tcache",
         reference: "lifo",
         text: "LIFO: with the cache against without",
+        margins: &[],
     },
     Question {
         subject: "mrf-current-tcache",
         reference: "mrf-current",
         text: "MRF + current run: with the cache against without",
+        margins: &[],
     },
     Question {
         subject: "lifo-current-tcache",
         reference: "lifo-current",
         text: "LIFO + current run: with the cache against without",
+        margins: &[],
     },
 ];
 
@@ -66,21 +71,25 @@ const ORDER_QUESTIONS: [Question; 4] = [
         subject: "mrf-current-tcache",
         reference: "mrf-tcache",
         text: "behind the cache, MRF: does adding a current run change it?",
+        margins: &[],
     },
     Question {
         subject: "lifo-current-tcache",
         reference: "lifo-tcache",
         text: "behind the cache, LIFO: does adding a current run change it?",
+        margins: &[],
     },
     Question {
         subject: "addr-ordered-tcache",
         reference: "lifo-tcache",
         text: "behind the cache, address-ordered (with current run) against LIFO",
+        margins: &[],
     },
     Question {
         subject: "mrf-tcache",
         reference: "lifo-tcache",
         text: "behind the cache, MRF against LIFO",
+        margins: &[],
     },
 ];
 

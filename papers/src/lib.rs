@@ -40,6 +40,9 @@ pub struct Question {
     pub reference: &'static str,
     /// In words.
     pub text: &'static str,
+    /// Equivalence margins for this question, `(metric, margin)` (`0.02`: within ±2%); a
+    /// metric not listed takes `alloclab_measure::analysis::default_margin`.
+    pub margins: &'static [(&'static str, f64)],
 }
 
 /// A study's grid at one size.

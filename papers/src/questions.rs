@@ -3,7 +3,8 @@
 //! a Mann-Whitney U test, p-values Holm-adjusted across everything this file asks.
 
 use super::Study;
-use alloclab_measure::report::p_text;
+use alloclab_measure::analysis::{self, AnalysisOptions, Comparison, Verdict};
+use alloclab_measure::report::{p_text, verdict_text};
 use alloclab_measure::schema::{FreeMetrics, Measurement, Results};
 use alloclab_measure::stats;
 use std::fmt::Write;
@@ -91,10 +92,11 @@ struct Row {
     workload: String,
     threads: usize,
     n: (usize, usize),
-    ratio: stats::ConfidenceInterval,
-    p: f64,
-    /// The reference's median is zero: there is no ratio to give.
-    reference_zero: bool,
+    comparison: Comparison,
+    a: Vec<f64>,
+    b: Vec<f64>,
+    /// Its Holm family: the rows of one question and metric.
+    family: usize,
 }
 
 /// `questions.md` for `study` from its `results`, on `metrics`.
@@ -106,9 +108,21 @@ pub fn answer(study: &Study, results: &Results, metrics: &[&'static str]) -> Str
         .collect();
     cells.sort();
     cells.dedup();
+    let opts = AnalysisOptions {
+        resamples: RESAMPLES,
+        alpha: ALPHA,
+        ..AnalysisOptions::default()
+    };
     let mut rows = Vec::new();
+    let mut families = 0;
     for q in study.questions {
         for &metric_name in metrics {
+            let margin = q
+                .margins
+                .iter()
+                .find(|(m, _)| *m == metric_name)
+                .map_or_else(|| analysis::default_margin(metric_name), |&(_, m)| m);
+            let before = rows.len();
             for (workload, threads) in &cells {
                 let a = values(results, q.subject, workload, *threads, metric_name);
                 let b = values(results, q.reference, workload, *threads, metric_name);
@@ -116,54 +130,83 @@ pub fn answer(study: &Study, results: &Results, metrics: &[&'static str]) -> Str
                     continue;
                 }
                 let seed = results.plan.seed ^ rows.len() as u64;
+                let comparison = Comparison {
+                    subject: q.subject.to_string(),
+                    ratio: stats::ratio_of_medians_ci(&a, &b, 0.95, RESAMPLES, seed),
+                    test: stats::mann_whitney_u(&a, &b),
+                    p_holm: f64::NAN,
+                    family_size: 0,
+                    verdict: Verdict::Inconclusive,
+                    margin,
+                    equivalence: None,
+                    baseline_zero: false,
+                    difference: f64::NAN,
+                    min_detectable_effect: f64::NAN,
+                    min_invocations: None,
+                };
                 rows.push(Row {
                     question: format!("{} ({} / {})", q.text, q.subject, q.reference),
                     metric: metric_name,
                     workload: workload.clone(),
                     threads: *threads,
                     n: (a.len(), b.len()),
-                    ratio: stats::ratio_of_medians_ci(&a, &b, 0.95, RESAMPLES, seed),
-                    p: stats::mann_whitney_u(&a, &b).p,
-                    reference_zero: stats::median(&b) == 0.0,
+                    comparison,
+                    a,
+                    b,
+                    family: families,
                 });
+            }
+            if rows.len() > before {
+                families += 1;
             }
         }
     }
-    let adjusted = stats::holm(&rows.iter().map(|r| r.p).collect::<Vec<_>>());
+    // Holm per question and metric: each family answers one question about one figure, over
+    // the study's workloads and thread counts.
+    for f in 0..families {
+        let idx: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].family == f).collect();
+        let ps: Vec<f64> = idx.iter().map(|&i| rows[i].comparison.test.p).collect();
+        let strictest = ALPHA / idx.len() as f64;
+        for (j, p) in stats::holm(&ps).into_iter().enumerate() {
+            let r = &mut rows[idx[j]];
+            r.comparison.p_holm = p;
+            r.comparison.family_size = idx.len();
+            let seed = results.plan.seed ^ 0x7057 ^ idx[j] as u64;
+            analysis::decide(&mut r.comparison, &r.a, &r.b, &opts, seed);
+            r.comparison.min_detectable_effect =
+                stats::min_detectable_effect(&r.a, &r.b, strictest, opts.power);
+            r.comparison.min_invocations = stats::min_invocations_for(strictest);
+        }
+    }
     let mut out = String::new();
     let _ = writeln!(out, "# {}: {}\n", study.name, study.title);
     let _ = writeln!(
         out,
         "Each row compares two subjects directly: the ratio of their medians (subject / \
          reference; below 1 means less time, memory or work) with a bootstrap 95% interval, and a \
-         two-sided Mann-Whitney U test, p Holm-adjusted across the {} comparisons below. \
-         Warm-up rounds excluded.\n",
-        rows.len()
+         two-sided Mann-Whitney U test, p Holm-adjusted within its family: the rows of one \
+         question and metric ({} comparisons in {} families). Each row has one of four verdicts: \
+         **lower** or **higher** (adjusted p below {ALPHA} and the interval excluding 1), \
+         **equivalent** within the margin ±m (TOST: the ratio's 90% bootstrap interval inside \
+         [1/(1+m), 1+m]), or **inconclusive** with the smallest difference the data could have \
+         detected. Warm-up rounds excluded.\n",
+        rows.len(),
+        families
     );
     let _ = writeln!(
         out,
         "| question | metric | workload | threads | n | ratio | 95% CI | p (Holm) | verdict |"
     );
     let _ = writeln!(out, "|---|---|---|---:|---|---:|---|---:|---|");
-    for (r, p_adj) in rows.iter().zip(&adjusted) {
-        let (ratio, interval) = if r.reference_zero {
+    for r in &rows {
+        let c = &r.comparison;
+        let (ratio, interval) = if c.baseline_zero {
             ("n/a".to_string(), "reference is 0".to_string())
         } else {
             (
-                format!("{:.3}", r.ratio.estimate),
-                format!("[{:.3}, {:.3}]", r.ratio.lo, r.ratio.hi),
+                format!("{:.3}", c.ratio.estimate),
+                format!("[{:.3}, {:.3}]", c.ratio.lo, c.ratio.hi),
             )
-        };
-        let verdict = if r.reference_zero {
-            "no ratio: reference is 0"
-        } else if *p_adj < ALPHA && !r.ratio.contains(1.0) {
-            if r.ratio.estimate < 1.0 {
-                "lower"
-            } else {
-                "higher"
-            }
-        } else {
-            "no significant difference"
         };
         let _ = writeln!(
             out,
@@ -174,8 +217,8 @@ pub fn answer(study: &Study, results: &Results, metrics: &[&'static str]) -> Str
             r.threads,
             r.n.0,
             r.n.1,
-            p_text(*p_adj),
-            verdict
+            p_text(c.p_holm),
+            verdict_text(c, r.metric)
         );
     }
     out
@@ -228,6 +271,7 @@ mod tests {
                 subject: "a",
                 reference: "b",
                 text: "a against b",
+                margins: &[],
             }],
             metrics: &["wall", "sys"],
             instructions: None,
@@ -255,14 +299,21 @@ mod tests {
                 .to_string()
         };
         let wall = row("wall");
-        assert!(wall.contains("| < 0.001 | lower |"), "{wall}");
+        assert!(wall.contains("| < 0.001 | **lower** (better) |"), "{wall}");
         assert!(!text.contains("0.000 |"), "{text}");
         let sys = row("sys");
+        // b never spends system time and a always does: the rank test decides, no ratio.
         assert!(
             sys.contains("| n/a | reference is 0 |")
-                && sys.ends_with("| no ratio: reference is 0 |"),
+                && sys.ends_with("| **higher** (worse; baseline 0, by +500 ms) |"),
             "{sys}"
         );
         assert!(!text.contains("NaN"), "{text}");
+        assert!(!text.contains("no significant difference"), "{text}");
+        assert!(
+            text.contains("(16 comparisons in 2 families)")
+                || text.contains("(2 comparisons in 2 families)"),
+            "{text}"
+        );
     }
 }

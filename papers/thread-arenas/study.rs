@@ -63,21 +63,25 @@ pub fn study() -> Study {
                 subject: "thread-small-496",
                 reference: "arena-reset-bug",
                 text: "the fix (ThreadLocal<496>) against the bug",
+                margins: &[],
             },
             Question {
                 subject: "thread",
                 reference: "arena-reset-bug",
                 text: "an arena per thread for every size against the bug",
+                margins: &[],
             },
             Question {
                 subject: "single",
                 reference: "arena-reset-bug",
                 text: "one shared arena against the bug",
+                margins: &[],
             },
             Question {
                 subject: "thread-small-496",
                 reference: "thread",
                 text: "the fix against an arena per thread for every size",
+                margins: &[],
             },
         ],
         // Time inside the allocator per worker thread is the seed's figure (it puts the probe

@@ -96,6 +96,11 @@ pub struct CompareArgs {
     /// lat_max_ns (docs/MEASURING.md).
     #[arg(long, value_delimiter = ',', num_args = 1.., value_parser = metric_name)]
     pub metrics: Vec<String>,
+    /// Equivalence margins: `M` for every metric or `METRIC=M`, comma separated, as fractions
+    /// (`0.02`: a ratio within ±2% is no difference that matters); defaults per metric in
+    /// docs/MEASURING.md. Recorded in results.json; `report --margin` redraws with others.
+    #[arg(long, value_delimiter = ',', num_args = 1.., value_parser = analysis::parse_margin)]
+    pub margin: Vec<String>,
     /// Pilot mode: measure the variance between invocations and between iterations inside one
     /// and say how many of each a target precision needs (writes pilot.md).
     #[arg(long)]
@@ -148,6 +153,9 @@ pub struct ReportArgs {
     /// Also write table.tex.
     #[arg(long)]
     pub latex: bool,
+    /// Equivalence margins that replace the recorded ones (as `compare --margin`).
+    #[arg(long, value_delimiter = ',', num_args = 1.., value_parser = analysis::parse_margin)]
+    pub margin: Vec<String>,
 }
 
 /// Options of `alloclab merge`.
@@ -237,6 +245,7 @@ pub fn options(
             shards: Vec::new(),
             heap_confs: args.heap_conf.clone(),
             metrics: args.metrics.clone(),
+            margins: args.margin.clone(),
         },
         shard: args.shard,
         iterations: if args.pilot {
@@ -350,6 +359,11 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail("compare", e),
     };
+    if let Some(warning) =
+        analysis::plan_reachability(&opts.plan, analysis::AnalysisOptions::default().alpha)
+    {
+        eprintln!("alloclab compare: {warning}");
+    }
     let environment = env::capture(std::env::args().collect(), peers::versions());
     let mode = if args.resume {
         Mode::Resume {
@@ -413,16 +427,20 @@ fn args_to_programs(args: &CompareArgs) -> programs::ProgramOptions {
         progress: !args.no_progress,
         workloads: args.workloads.clone(),
         metrics: args.metrics.clone(),
+        margins: args.margin.clone(),
     }
 }
 
 /// The `report` command.
 pub fn report(args: &ReportArgs) -> ExitCode {
     let path = args.dir.join("results.json");
-    let results = match Results::read(&path) {
+    let mut results = match Results::read(&path) {
         Ok(r) => r,
         Err(e) => return fail("report", e),
     };
+    if !args.margin.is_empty() {
+        results.plan.margins = args.margin.clone();
+    }
     match report::write_all(
         &results,
         &args.dir,

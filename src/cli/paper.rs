@@ -96,6 +96,7 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
             shards: Vec::new(),
             heap_confs: Vec::new(),
             metrics: probe_metrics(&study),
+            margins: Vec::new(),
         },
         shard: None,
         iterations: 1,
@@ -216,6 +217,7 @@ fn program_study(
         progress: !args.no_progress,
         workloads: None,
         metrics: probe_metrics(study),
+        margins: Vec::new(),
     };
     let ran = make(&scratch)
         .and_then(|(programs, preloads)| programs::run_with(&programs, preloads, opts));

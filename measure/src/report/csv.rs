@@ -1,7 +1,7 @@
 //! `results.csv`: tidy data, one row per measurement and metric, for R, pandas or a
 //! spreadsheet. Warm-up rows are kept and marked, as in `results.json`.
 
-use crate::analysis::{metric, metric_values};
+use crate::analysis::{metric, metric_values, Analysis};
 use crate::schema::Results;
 
 /// The header row.
@@ -46,6 +46,70 @@ pub(super) fn render(results: &Results) -> String {
     out
 }
 
+/// The header row of `comparisons.csv`.
+pub(super) const COMPARISON_COLUMNS: [&str; 16] = [
+    "workload",
+    "threads",
+    "metric",
+    "subject",
+    "baseline",
+    "ratio",
+    "ratio_lo",
+    "ratio_hi",
+    "p",
+    "p_holm",
+    "family_size",
+    "margin",
+    "equivalent",
+    "verdict",
+    "min_detectable_effect",
+    "difference",
+];
+
+/// `comparisons.csv`: one row per comparison against the baseline, with its verdict (lower,
+/// higher, equivalent, inconclusive), its Holm family's size and the margin applied.
+pub(super) fn comparisons(analysis: &Analysis) -> String {
+    let mut out = COMPARISON_COLUMNS.join(",");
+    out.push('\n');
+    let num = |v: f64| {
+        if v.is_finite() {
+            format!("{v}")
+        } else {
+            String::new()
+        }
+    };
+    for m in &analysis.metrics {
+        for c in &m.comparisons {
+            let (ratio, lo, hi) = if c.baseline_zero {
+                (String::new(), String::new(), String::new())
+            } else {
+                (num(c.ratio.estimate), num(c.ratio.lo), num(c.ratio.hi))
+            };
+            let row = [
+                field(&m.workload),
+                m.threads.to_string(),
+                m.metric.clone(),
+                field(&c.subject),
+                field(&analysis.baseline),
+                ratio,
+                lo,
+                hi,
+                num(c.test.p),
+                num(c.p_holm),
+                c.family_size.to_string(),
+                num(c.margin),
+                c.equivalence.is_some_and(|e| e.equivalent).to_string(),
+                c.verdict.label().to_string(),
+                num(c.min_detectable_effect),
+                num(c.difference),
+            ];
+            out.push_str(&row.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +119,22 @@ mod tests {
         assert_eq!(field("plain"), "plain");
         assert_eq!(field("a,b"), "\"a,b\"");
         assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+
+    #[test]
+    fn comparisons_carry_their_verdicts() {
+        let results = crate::test_fixture::results(12);
+        let text = comparisons(&crate::analysis::analyze(&results));
+        let mut lines = text.lines();
+        assert_eq!(lines.next().unwrap(), COMPARISON_COLUMNS.join(","));
+        let wall = lines
+            .find(|l| l.starts_with("churn,1,wall,fast,system,"))
+            .expect("a row for fast's wall time");
+        assert!(wall.contains(",lower,"), "{wall}");
+        assert!(text.lines().skip(1).all(|l| {
+            ["lower", "higher", "equivalent", "inconclusive"]
+                .iter()
+                .any(|v| l.contains(&format!(",{v},")))
+        }));
     }
 }

@@ -126,6 +126,16 @@ pub(crate) fn percent_text(effect: f64) -> String {
     }
 }
 
+/// An equivalence margin (`0.02` → `±2%`, `0.005` → `±0.5%`).
+pub fn margin_text(margin: f64) -> String {
+    let p = margin * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("±{p:.0}%")
+    } else {
+        format!("±{}%", sig3(p).trim_end_matches('0'))
+    }
+}
+
 /// A name made safe for a file name: letters, digits, `-`, `_` and `.` kept, anything else `_`.
 pub fn slug(name: &str) -> String {
     name.chars()
@@ -167,6 +177,9 @@ mod tests {
         assert_eq!(p_text(f64::NAN), "n/a");
         assert_eq!(percent_text(0.042), "4.20%");
         assert_eq!(percent_text(f64::INFINITY), "none");
+        assert_eq!(margin_text(0.02), "±2%");
+        assert_eq!(margin_text(0.005), "±0.5%");
+        assert_eq!(margin_text(0.1), "±10%");
         assert_eq!(slug("trace/python touch"), "trace_python_touch");
         assert_eq!(ratio_text(1.0, 0.9, 1.1), "1.000 [0.900, 1.100]");
     }

@@ -34,7 +34,7 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
     let _ = writeln!(
         out,
         "% alloclab compare: medians over {} invocations, {}% bootstrap intervals; ratios against \
-         {}; p: Mann-Whitney U, Holm-adjusted per metric ({} comparisons in all). Needs \\usepackage{{booktabs}}.",
+         {}; p: Mann-Whitney U, Holm-adjusted per workload and metric ({} comparisons in all). Needs \\usepackage{{booktabs}}.",
         results.plan.reps,
         analysis.options.level * 100.0,
         analysis.baseline,
@@ -54,13 +54,19 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
         for s in &m.summaries {
             let median = format_interval(&s.median, unit);
             let (ratio, p) = match m.comparisons.iter().find(|c| c.subject == s.subject) {
-                Some(c) if c.verdict == Verdict::BaselineZero => {
-                    ("baseline is 0".into(), p_text(c.p_holm))
+                Some(c) if c.baseline_zero => {
+                    let mark = match c.verdict {
+                        Verdict::Lower | Verdict::Higher => "$^*$",
+                        Verdict::Equivalent => "$^\\approx$",
+                        Verdict::Inconclusive => "$^?$",
+                    };
+                    (format!("baseline 0{mark}"), p_text(c.p_holm))
                 }
                 Some(c) => {
                     let mark = match c.verdict {
-                        Verdict::NoSignificantDifference | Verdict::BaselineZero => "",
-                        _ => "$^*$",
+                        Verdict::Lower | Verdict::Higher => "$^*$",
+                        Verdict::Equivalent => "$^\\approx$",
+                        Verdict::Inconclusive => "$^?$",
                     };
                     (
                         format!(
@@ -87,7 +93,9 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
     }
     let _ = writeln!(
         out,
-        "\\bottomrule\n\\end{{tabular}}\n% $^*$: significant after Holm correction and interval excluding 1."
+        "\\bottomrule\n\\end{{tabular}}\n% $^*$: lower or higher (significant after Holm correction \
+         within the workload and metric, interval excluding 1); $^\\approx$: equivalent within \
+         the metric's margin (TOST); $^?$: inconclusive."
     );
     out
 }

@@ -1,7 +1,7 @@
 //! `report.md`: the environment, the plan, and per workload a table of medians, intervals,
 //! ratios against the baseline and verdicts; then every failure.
 
-use super::format::{format_interval, format_value, p_text, percent_text, ratio_text};
+use super::format::{format_interval, format_value, margin_text, p_text, percent_text, ratio_text};
 use crate::analysis::{metric, Analysis, Comparison, MetricAnalysis, Verdict};
 use crate::schema::{Environment, LoadAverage, Results};
 use std::fmt::Write;
@@ -103,34 +103,72 @@ pub(super) fn shell_words(words: &[String]) -> String {
         .join(" ")
 }
 
-/// The verdict as the tables print it: with whether it is better or worse for the metric, or
-/// with the detectable effect when nothing was found.
-pub(super) fn verdict_text(c: &Comparison, metric_name: &str) -> String {
+/// The verdict as every table prints it: one of four words, with whether it is better or
+/// worse for the metric, the margin an equivalence was shown within, or, when inconclusive,
+/// the smallest difference the data could have detected.
+pub fn verdict_text(c: &Comparison, metric_name: &str) -> String {
+    let unit = metric(metric_name).map_or("", |d| d.unit);
+    let margin = margin_text(c.margin);
+    let zero_note = |detail: String| {
+        if c.baseline_zero {
+            format!(" (baseline 0; {detail})")
+        } else {
+            String::new()
+        }
+    };
     match c.verdict {
-        Verdict::BaselineZero => "no ratio: baseline is 0".into(),
-        Verdict::NoSignificantDifference if c.min_detectable_effect.is_infinite() => {
+        Verdict::Equivalent if c.baseline_zero => "**equivalent** (both always 0)".into(),
+        Verdict::Equivalent => format!("**equivalent** within {margin}"),
+        Verdict::Inconclusive if c.baseline_zero => format!(
+            "inconclusive{}",
+            zero_note(format!("difference {}", signed(c.difference, unit)))
+        ),
+        Verdict::Inconclusive if c.min_detectable_effect.is_infinite() => {
+            let family = c.family_size;
             match c.min_invocations {
                 Some(n) => format!(
-                    "no significant difference (too few invocations to detect any: {n} per \
-                     subject needed)"
+                    "inconclusive (no difference can reach significance in a family of {family}: \
+                     {n} invocations per subject needed)"
                 ),
-                None => "no significant difference (too few invocations to detect any)".into(),
+                None => format!(
+                    "inconclusive (no difference can reach significance in a family of {family})"
+                ),
             }
         }
-        Verdict::NoSignificantDifference => format!(
-            "no significant difference (detectable: {})",
+        Verdict::Inconclusive => format!(
+            "inconclusive (not within {margin}; detectable: {})",
             percent_text(c.min_detectable_effect)
         ),
         v => {
             let better = metric(metric_name).and_then(|d| d.higher_is_better());
-            match (better, v == Verdict::Higher) {
+            let judged = match (better, v == Verdict::Higher) {
                 (Some(higher_better), higher) if higher_better == higher => {
-                    format!("**{}** (better)", v.label())
+                    format!("**{}** (better", v.label())
                 }
-                (Some(_), _) => format!("**{}** (worse)", v.label()),
-                (None, _) => format!("**{}**", v.label()),
-            }
+                (Some(_), _) => format!("**{}** (worse", v.label()),
+                (None, _) => format!("**{}** (", v.label()),
+            };
+            let sep = if judged.ends_with('(') { "" } else { "; " };
+            let detail = if c.baseline_zero {
+                format!("{sep}baseline 0, by {}", signed(c.difference, unit))
+            } else if c.equivalence.is_some_and(|e| e.equivalent) {
+                format!("{sep}yet within {margin}")
+            } else {
+                String::new()
+            };
+            let text = format!("{judged}{detail})");
+            text.replace(" ()", "")
         }
+    }
+}
+
+/// A difference with its sign, in the metric's unit.
+fn signed(value: f64, unit: &str) -> String {
+    let text = format_value(value, unit);
+    if value > 0.0 {
+        format!("+{text}")
+    } else {
+        text
     }
 }
 
@@ -176,6 +214,10 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
     let env = &results.environment;
     let plan = &results.plan;
     let _ = writeln!(out, "{}\n", title(env));
+    let summary = super::summary::markdown(analysis, &headline(results));
+    if !summary.is_empty() {
+        let _ = writeln!(out, "{summary}");
+    }
     let _ = writeln!(out, "## Environment\n\n| | |\n|---|---|");
     let peers = env
         .peers
@@ -268,18 +310,28 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
          {level}% bootstrap percentile interval ({resamples} resamples). \"vs {base}\" is the \
          ratio of the subject's median to the baseline's, with its {level}% bootstrap interval. \
          p is a two-sided Mann-Whitney U test against the baseline, adjusted by Holm-Bonferroni \
-         across the comparisons of the same metric in this report ({m} comparisons in all). A subject is **lower** or **higher** only \
-         when the adjusted p is below {alpha} and the ratio's interval excludes 1; otherwise \
-         the report says \"no significant difference\" and gives the smallest difference the \
+         within its family: the comparisons of one workload and metric, every subject and \
+         thread count ({m} comparisons in all; the largest family has {largest}). Each row has \
+         one of four verdicts: **lower** or **higher** when the adjusted p is below {alpha} and \
+         the ratio's interval excludes 1; **equivalent** within the metric's margin ±m when \
+         both one-sided tests of a TOST reject at {alpha} (the ratio's {tost}% interval lies \
+         inside [1/(1+m), 1+m]); otherwise **inconclusive**, with the smallest difference the \
          observed noise would have let it detect ({power}% power at the strictest Holm level). \
-         docs/MEASURING.md defines every statistic.",
+         A zero baseline has no ratio: its rows are decided by the rank test and the \
+         difference of medians. Margins: {margins}. docs/MEASURING.md defines every statistic.",
         level = o.level * 100.0,
         resamples = o.resamples,
         base = analysis.baseline,
         m = analysis.comparisons_made,
+        largest = analysis.largest_family,
         alpha = o.alpha,
+        tost = (1.0 - 2.0 * o.alpha) * 100.0,
         power = o.power * 100.0,
+        margins = margins_text(analysis),
     );
+    if let Some(said) = crate::analysis::plan_reachability(&results.plan, o.alpha) {
+        let _ = write!(out, "\n\n**This grid cannot show a difference:** {said}.");
+    }
     probe_note(&mut out, results);
 
     let mut workloads: Vec<&str> = Vec::new();
@@ -344,6 +396,34 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
     out
 }
 
+/// The margins of the metrics this analysis compared, grouped by value: `±1%: peak_rss,
+/// final_rss; ±2%: wall`.
+fn margins_text(analysis: &Analysis) -> String {
+    let mut groups: Vec<(f64, Vec<&str>)> = Vec::new();
+    for m in &analysis.metrics {
+        let Some(c) = m.comparisons.first() else {
+            continue;
+        };
+        match groups.iter_mut().find(|(v, _)| *v == c.margin) {
+            Some((_, names)) => {
+                if !names.contains(&m.metric.as_str()) {
+                    names.push(&m.metric)
+                }
+            }
+            None => groups.push((c.margin, vec![&m.metric])),
+        }
+    }
+    if groups.is_empty() {
+        return "none (no comparisons)".into();
+    }
+    groups.sort_by(|a, b| a.0.total_cmp(&b.0));
+    groups
+        .iter()
+        .map(|(v, names)| format!("{} for {}", margin_text(*v), names.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// One table: a row per metric and subject.
 fn table(out: &mut String, metrics: &[&MetricAnalysis], baseline: &str) {
     let _ = writeln!(
@@ -357,8 +437,8 @@ fn table(out: &mut String, metrics: &[&MetricAnalysis], baseline: &str) {
         for s in &m.summaries {
             let median = format_interval(&s.median, unit);
             let (ratio, p, verdict) = match m.comparisons.iter().find(|c| c.subject == s.subject) {
-                Some(c) if c.verdict == Verdict::BaselineZero => (
-                    "baseline is 0".into(),
+                Some(c) if c.baseline_zero => (
+                    "no ratio (baseline 0)".into(),
                     p_text(c.p_holm),
                     verdict_text(c, &m.metric),
                 ),
@@ -401,9 +481,14 @@ mod tests {
             .collect();
         assert!(!rows.is_empty());
         for row in rows {
-            assert!(row.contains("| baseline is 0 |"), "{row}");
-            assert!(row.ends_with("| no ratio: baseline is 0 |"), "{row}");
+            assert!(row.contains("| no ratio (baseline 0) |"), "{row}");
+            assert!(
+                row.contains("| **higher** (worse; baseline 0, by +"),
+                "{row}"
+            );
         }
+        assert!(!text.contains("no significant difference"), "{text}");
+        assert!(!text.contains("no ratio: baseline is 0"), "{text}");
     }
 
     #[test]

@@ -8,12 +8,14 @@ mod latency_chart;
 mod latex;
 mod markdown;
 mod memory_chart;
+mod summary;
 
 use super::analysis::{self, Analysis};
 use super::schema::Results;
 use std::path::{Path, PathBuf};
 
-pub use format::{format_value, p_text, slug, P_DECIMALS};
+pub use format::{format_value, margin_text, p_text, slug, P_DECIMALS};
+pub use markdown::verdict_text;
 
 /// What to write besides the defaults.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,6 +53,10 @@ pub fn write_all_analysed(
     let path = dir.join("results.csv");
     std::fs::write(&path, csv::render(results))?;
     written.push(path);
+    let path = dir.join("comparisons.csv");
+    std::fs::write(&path, csv::comparisons(analysis))?;
+    written.push(path);
+    written.extend(summary::write(analysis, &markdown::headline(results), dir)?);
     written.extend(charts::write(results, analysis, dir)?);
     written.extend(latency_chart::write(results, dir)?);
     written.extend(memory_chart::write(results, dir)?);
@@ -192,9 +198,13 @@ mod tests {
         assert!(md.contains("| wall | fast | 4 |"));
         assert!(
             !md.contains("| **lower** |"),
-            "4 invocations cannot pass Holm over the 6 comparisons of a metric"
+            "4 invocations cannot pass Holm over the 4 comparisons of churn's wall time"
         );
-        assert!(md.contains("no significant difference (too few invocations to detect any: 5 per"));
+        assert!(md.contains(
+            "inconclusive (no difference can reach significance in a family of 4: 5 invocations \
+             per subject needed)"
+        ));
+        assert!(!md.contains("no significant difference"));
         assert!(
             md.contains("pattern \\| mismatch at 0x10"),
             "failure listed, escaped"
@@ -223,9 +233,10 @@ mod tests {
             "the fixture's fast subject is better throughout"
         );
         assert!(
-            md.contains("no significant difference (detectable: "),
+            md.contains("inconclusive (not within ±2%; detectable: "),
             "{md}"
         );
+        assert!(!md.contains("no significant difference"));
     }
 
     #[test]
@@ -236,8 +247,8 @@ mod tests {
         let written = write_all(&results, &dir.0, &ReportOptions { latex: true }).unwrap();
         assert_eq!(
             written.len(),
-            3,
-            "report.md, results.csv, table.tex; no charts"
+            4,
+            "report.md, results.csv, comparisons.csv, table.tex; no charts"
         );
         let md = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
         assert!(md.contains("## Failures") && md.contains("| same | churn | 2 | 3 |"));
