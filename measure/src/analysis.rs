@@ -193,6 +193,10 @@ pub struct Summary {
     pub min: f64,
     /// Largest value seen.
     pub max: f64,
+    /// The timer's resolution (ns) for a latency percentile measured by the probe, when the
+    /// probe recorded it: a value at or below it cannot be told from zero.
+    #[serde(default)]
+    pub resolution: Option<f64>,
 }
 
 /// One subject against the baseline on one metric.
@@ -221,6 +225,13 @@ pub struct Comparison {
     pub baseline_zero: bool,
     /// `median(subject) - median(baseline)`, in the metric's unit.
     pub difference: f64,
+    /// For a latency percentile: the timer's resolution (ns), when the probe recorded it.
+    #[serde(default)]
+    pub resolution: Option<f64>,
+    /// A median is within the timer's resolution: no ratio is taken, and the verdict rests on
+    /// the rank test and the difference of medians.
+    #[serde(default)]
+    pub below_resolution: bool,
     /// The smallest relative difference of medians (`0.05` = 5%) this comparison would have
     /// detected with the analysis's power, at the strictest level Holm's procedure applies
     /// (`alpha / comparisons`). Infinite when the number of invocations cannot reach it.
@@ -684,6 +695,17 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
                 if per_subject.is_empty() {
                     continue;
                 }
+                // A latency percentile is only as fine as the probe's timer.
+                let resolution = def
+                    .name
+                    .starts_with("lat_")
+                    .then(|| {
+                        cell.iter()
+                            .filter_map(|m| m.metrics.probe.as_ref())
+                            .map(|p| p.resolution_ns)
+                            .fold(0.0, f64::max)
+                    })
+                    .filter(|&r| r > 0.0);
                 let summaries = per_subject
                     .iter()
                     .map(|(s, v)| Summary {
@@ -697,6 +719,7 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
                         ),
                         min: v.iter().copied().fold(f64::INFINITY, f64::min),
                         max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                        resolution,
                     })
                     .collect();
                 let mut comparisons = Vec::new();
@@ -720,6 +743,8 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
                             equivalence: None,
                             baseline_zero: false,
                             difference: stats::median(v) - stats::median(base),
+                            resolution,
+                            below_resolution: false,
                             min_detectable_effect: f64::NAN,
                             min_invocations: None,
                         });
@@ -808,9 +833,26 @@ pub fn analyze_with(results: &Results, opts: &AnalysisOptions) -> Analysis {
 /// **inconclusive**. A zero baseline median has no ratio: the rank test and the sign of the
 /// difference of medians decide, and only two samples of nothing but zeros are equivalent.
 pub fn decide(c: &mut Comparison, a: &[f64], b: &[f64], opts: &AnalysisOptions, seed: u64) {
-    let median_b = stats::median(b);
-    c.difference = stats::median(a) - median_b;
+    let (median_a, median_b) = (stats::median(a), stats::median(b));
+    c.difference = median_a - median_b;
     c.baseline_zero = median_b == 0.0;
+    c.below_resolution = c.resolution.is_some_and(|r| median_a <= r || median_b <= r);
+    if c.below_resolution {
+        // One tick against another is no ratio; a difference the rank test finds, with one
+        // median clear of the resolution, still is a difference.
+        let r = c.resolution.unwrap_or(0.0);
+        c.equivalence = None;
+        c.verdict = if c.p_holm < opts.alpha && c.difference != 0.0 && median_a.max(median_b) > r {
+            if c.difference < 0.0 {
+                Verdict::Lower
+            } else {
+                Verdict::Higher
+            }
+        } else {
+            Verdict::Inconclusive
+        };
+        return;
+    }
     if c.baseline_zero {
         c.equivalence = None;
         let all_zero = a.iter().chain(b).all(|&x| x == 0.0);
@@ -1002,6 +1044,46 @@ mod tests {
         );
         plan.reps = 7;
         assert_eq!(plan_reachability(&plan, 0.05), None);
+    }
+
+    #[test]
+    fn latencies_within_the_timer_resolution_are_not_ratios() {
+        let mut results = test_fixture::results(12);
+        for (i, m) in results.measurements.iter_mut().enumerate() {
+            // Baseline and "same": one tick (10 ns) or none; "fast": 30 ns every time.
+            let p50 = match m.subject.as_str() {
+                "fast" => 30.0,
+                _ => (i % 2) as f64 * 10.0,
+            };
+            m.metrics.probe = Some(crate::schema::ProbeMetrics {
+                resolution_ns: 10.0,
+                latency: crate::schema::Ladder {
+                    p50,
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+        }
+        let a = analyze(&results);
+        let p50 = a.get("churn", 1, "lat_p50_ns").unwrap();
+        assert!(p50.summaries.iter().all(|s| s.resolution == Some(10.0)));
+        let same = p50
+            .comparisons
+            .iter()
+            .find(|c| c.subject == "same")
+            .unwrap();
+        assert!(same.below_resolution, "{same:?}");
+        assert_eq!(same.verdict, Verdict::Inconclusive);
+        let fast = p50
+            .comparisons
+            .iter()
+            .find(|c| c.subject == "fast")
+            .unwrap();
+        assert!(fast.below_resolution);
+        assert_eq!(fast.verdict, Verdict::Higher, "{fast:?}");
+        // Other metrics carry no resolution.
+        let wall = a.get("churn", 1, "wall").unwrap();
+        assert!(wall.summaries.iter().all(|s| s.resolution.is_none()));
     }
 
     #[test]

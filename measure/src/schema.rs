@@ -335,6 +335,10 @@ pub struct ProbeMetrics {
     pub overhead_ns: f64,
     /// Whether `overhead_ns` was subtracted from the figures (always, so far).
     pub subtracted: bool,
+    /// The timer's resolution (ns): the smallest step between two stamps that differ. A
+    /// latency below it cannot be told from zero. 0 in files from before it was recorded.
+    #[serde(default)]
+    pub resolution_ns: f64,
     /// One call in how many was timed (the totals are scaled up by it).
     pub every: u64,
     /// Processes that reported (a program may start several).
@@ -368,6 +372,7 @@ impl ProbeMetrics {
             clock: s.clock.name().to_string(),
             overhead_ns: s.overhead_ns,
             subtracted: true,
+            resolution_ns: s.resolution_ns,
             every: s.every,
             processes: s.processes,
             alloc_calls: s.calls(),

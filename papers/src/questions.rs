@@ -141,6 +141,8 @@ pub fn answer(study: &Study, results: &Results, metrics: &[&'static str]) -> Str
                     equivalence: None,
                     baseline_zero: false,
                     difference: f64::NAN,
+                    resolution: None,
+                    below_resolution: false,
                     min_detectable_effect: f64::NAN,
                     min_invocations: None,
                 };

@@ -146,6 +146,30 @@ pub fn overhead_ticks() -> u64 {
     d[N / 2]
 }
 
+/// The timer's resolution, in ticks: the smallest step between two stamps that differ, over
+/// 101 tries (each reads until the stamp moves). Below it an interval cannot be told from zero,
+/// so a latency the probe reports under it (after its cost is subtracted) is only "< r".
+pub fn resolution_ticks() -> u64 {
+    let mut best = u64::MAX;
+    for _ in 0..101 {
+        let t0 = now();
+        let mut t1 = now();
+        let mut spins = 0u32;
+        while t1 == t0 && spins < 1_000_000 {
+            t1 = now();
+            spins += 1;
+        }
+        if t1 > t0 {
+            best = best.min(t1 - t0);
+        }
+    }
+    if best == u64::MAX {
+        1
+    } else {
+        best
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,5 +188,7 @@ mod tests {
         let per = ns as f64 / ticks as f64;
         assert!((0.05..=1.0001).contains(&per), "{per} ns per tick");
         assert!(overhead_ticks() < ticks);
+        let r = resolution_ticks();
+        assert!(r >= 1 && r < ticks, "resolution {r} ticks");
     }
 }

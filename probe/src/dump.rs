@@ -5,7 +5,7 @@
 //! blocks. Text, one item per line, integers only:
 //!
 //! ```text
-//! alloclab-probe 1 pid=4242 clock=tsc overhead=18 every=1
+//! alloclab-probe 1 pid=4242 clock=tsc overhead=18 every=1 resolution=20
 //! thread 1 shared=0
 //! k malloc 1000 1000 52000 900
 //! h malloc 40:12 41:700 ...
@@ -86,7 +86,7 @@ impl Writer {
 }
 
 /// The first line of a process's file.
-pub fn header(w: &mut Writer, pid: u64, overhead: u64) {
+pub fn header(w: &mut Writer, pid: u64, overhead: u64, resolution: u64) {
     w.bytes(b"alloclab-probe 1 pid=")
         .num(pid)
         .bytes(b" clock=")
@@ -95,6 +95,8 @@ pub fn header(w: &mut Writer, pid: u64, overhead: u64) {
         .num(overhead)
         .bytes(b" every=")
         .num(record::every())
+        .bytes(b" resolution=")
+        .num(resolution)
         .bytes(b"\n");
 }
 
@@ -233,6 +235,8 @@ pub struct Dump {
     pub overhead: u64,
     /// One call in how many was timed.
     pub every: u64,
+    /// The timer's resolution (ticks; 0: not recorded, a file from before it was).
+    pub resolution: u64,
     /// Ticks and nanoseconds since the probe started, at its last block.
     pub span: (u64, u64),
     /// Its threads.
@@ -275,11 +279,16 @@ impl Dump {
             .ok_or_else(|| format!("line {n}: unknown clock `{clock_name}`"))?;
         let overhead = number(Some(field(w.next(), "overhead", n)?), "overhead", n)?;
         let every = number(Some(field(w.next(), "every", n)?), "every", n)?;
+        let resolution = match w.next() {
+            None => 0,
+            word => number(Some(field(word, "resolution", n)?), "resolution", n)?,
+        };
         let mut d = Dump {
             pid,
             clock,
             overhead,
             every: every.max(1),
+            resolution,
             span: (0, 0),
             threads: Vec::new(),
         };

@@ -33,6 +33,9 @@ pub struct Summary {
     /// The probe's own cost per timed call (ns), the largest over the processes; already
     /// subtracted from every figure here.
     pub overhead_ns: f64,
+    /// The timer's resolution (ns), the coarsest over the processes; 0 when no process recorded
+    /// it. A net latency below it cannot be told from zero.
+    pub resolution_ns: f64,
     /// One call in how many was timed.
     pub every: u64,
     /// Processes that wrote figures.
@@ -97,6 +100,7 @@ impl Summary {
         Summary {
             clock,
             overhead_ns: 0.0,
+            resolution_ns: 0.0,
             every,
             processes: 0,
             threads: Vec::new(),
@@ -115,6 +119,7 @@ impl Summary {
             let npt = d.ns_per_tick();
             s.processes += 1;
             s.overhead_ns = s.overhead_ns.max(d.overhead as f64 * npt);
+            s.resolution_ns = s.resolution_ns.max(d.resolution as f64 * npt);
             for t in &d.threads {
                 add_thread(&mut s, t, d.overhead, npt);
             }
@@ -134,6 +139,7 @@ impl Summary {
             clock: clock::source(),
             overhead,
             every: record::every(),
+            resolution: clock::resolution_ticks(),
             span: (ticks, ns),
             threads: record::records().map(ThreadFigures::of).collect(),
         };
@@ -254,15 +260,20 @@ mod tests {
         assert!((p100 - 980.0).abs() < 5.0, "{p100}");
         assert_eq!(s.max_ns(None), Some(980.0));
         assert_eq!(s.overhead_ns, 20.0);
+        assert_eq!(
+            s.resolution_ns, 0.0,
+            "a header without resolution= does not know it"
+        );
     }
 
     #[test]
     fn sampled_time_is_scaled_and_ticks_converted() {
         // TSC at 2 ticks per ns; 10 calls, 2 timed of 120 ticks (overhead 20): 200 net ticks
         // over 2 calls, 1000 over 10, 500 ns.
-        let text = "alloclab-probe 1 pid=1 clock=tsc overhead=20 every=5\n\
+        let text = "alloclab-probe 1 pid=1 clock=tsc overhead=20 every=5 resolution=40\n\
                     thread 1 shared=0\nk calloc 10 2 240 120\nh calloc 120:2\nend\nspan 2000 1000\n";
         let s = Summary::from_dumps(&[dump(text)]);
+        assert_eq!(s.resolution_ns, 20.0, "40 ticks at 2 per ns");
         assert_eq!(s.threads, vec![(10, 500.0)]);
         assert_eq!(s.ns_per_call(), Some(50.0));
         assert_eq!(s.percentile(Some(Kind::Calloc), 0.5), Some(50.0));

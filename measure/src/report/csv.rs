@@ -80,7 +80,7 @@ pub(super) fn comparisons(analysis: &Analysis) -> String {
     };
     for m in &analysis.metrics {
         for c in &m.comparisons {
-            let (ratio, lo, hi) = if c.baseline_zero {
+            let (ratio, lo, hi) = if c.baseline_zero || c.below_resolution {
                 (String::new(), String::new(), String::new())
             } else {
                 (num(c.ratio.estimate), num(c.ratio.lo), num(c.ratio.hi))

@@ -58,8 +58,22 @@ pub(super) fn write(results: &Results, dir: &Path) -> std::io::Result<Vec<PathBu
     let mut written = Vec::new();
     for (workload, threads) in cells(results, |m| m.metrics.probe.is_some()) {
         let lines = ladders(results, workload, threads);
+        let resolution = results
+            .measurements
+            .iter()
+            .filter(|m| m.workload == workload && m.threads == threads)
+            .filter_map(|m| m.metrics.probe.as_ref())
+            .map(|p| p.resolution_ns)
+            .fold(0.0, f64::max);
         let path = dir.join(format!("{}-{threads}t-latency.svg", slug(workload)));
-        draw(&path, workload, threads, results.plan.reps, &lines)?;
+        draw(
+            &path,
+            workload,
+            threads,
+            results.plan.reps,
+            &lines,
+            resolution,
+        )?;
         written.push(path);
     }
     Ok(written)
@@ -81,6 +95,7 @@ fn draw(
     threads: usize,
     reps: usize,
     lines: &[(String, [f64; 6])],
+    resolution: f64,
 ) -> std::io::Result<()> {
     let values = lines.iter().flat_map(|(_, l)| l.iter().copied());
     let positive: Vec<f64> = values.filter(|v| v.is_finite() && *v > 0.0).collect();
@@ -90,6 +105,13 @@ fn draw(
         (1.0, 10.0)
     } else {
         ((lo / 1.5).max(0.1), hi * 1.5)
+    };
+    // The timer's resolution, when recorded, is drawn as a dashed line and the axis starts
+    // below it: a rung left of the line is one the timer cannot tell from zero.
+    let (lo, hi) = if resolution > 0.0 {
+        (lo.min(resolution / 1.5), hi.max(resolution * 3.0))
+    } else {
+        (lo, hi)
     };
     let root = SVGBackend::new(path, (760, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(io_error)?;
@@ -121,6 +143,21 @@ fn draw(
         .y_desc("percentile")
         .draw()
         .map_err(io_error)?;
+    if resolution > 0.0 {
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(resolution, 0.0), (resolution, 5.6)],
+                4,
+                4,
+                BLACK.stroke_width(1),
+            ))
+            .map_err(io_error)?
+            .label(format!(
+                "timer resolution, {}",
+                super::format::format_value(resolution, "ns")
+            ))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
+    }
     for (k, (name, l)) in lines.iter().enumerate() {
         let colour = Palette99::pick(k).to_rgba();
         let points = points(l, lo);
@@ -166,6 +203,7 @@ mod tests {
                     p9999: 160.0 * k,
                     max: 1000.0 * k,
                 },
+                resolution_ns: 10.0,
                 ..ProbeMetrics::default()
             });
         }
@@ -191,6 +229,10 @@ mod tests {
         assert!(
             svg.contains("p99.9") && svg.contains(&s),
             "rung and subject named"
+        );
+        assert!(
+            svg.contains("timer resolution, 10.0 ns"),
+            "resolution marked"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -54,13 +54,18 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
         for s in &m.summaries {
             let median = format_interval(&s.median, unit);
             let (ratio, p) = match m.comparisons.iter().find(|c| c.subject == s.subject) {
-                Some(c) if c.baseline_zero => {
+                Some(c) if c.baseline_zero || c.below_resolution => {
                     let mark = match c.verdict {
                         Verdict::Lower | Verdict::Higher => "$^*$",
                         Verdict::Equivalent => "$^\\approx$",
                         Verdict::Inconclusive => "$^?$",
                     };
-                    (format!("baseline 0{mark}"), p_text(c.p_holm))
+                    let why = if c.below_resolution {
+                        "within resolution"
+                    } else {
+                        "baseline 0"
+                    };
+                    (format!("{why}{mark}"), p_text(c.p_holm))
                 }
                 Some(c) => {
                     let mark = match c.verdict {

@@ -37,6 +37,27 @@ fn probe_note(out: &mut String, results: &Results) {
     every.sort_unstable();
     every.dedup();
     let subtracted = probes.iter().all(|p| p.subtracted);
+    let resolutions = probes.iter().map(|p| p.resolution_ns).filter(|&r| r > 0.0);
+    let resolution = match (
+        resolutions.clone().fold(f64::INFINITY, f64::min),
+        resolutions.fold(0.0, f64::max),
+    ) {
+        (lo, hi) if hi == 0.0 || !lo.is_finite() => {
+            " The timer's resolution was not recorded (a run from before it was).".to_string()
+        }
+        (lo, hi) if lo == hi => format!(
+            " The timer's resolution (its smallest step) was {}: a percentile at or below it \
+             reads `≤ {}` and is not compared by ratio.",
+            format_value(hi, "ns"),
+            format_value(hi, "ns")
+        ),
+        (lo, hi) => format!(
+            " The timer's resolution (its smallest step) was {} to {}: a percentile at or \
+             below it reads `≤` it and is not compared by ratio.",
+            format_value(lo, "ns"),
+            format_value(hi, "ns")
+        ),
+    };
     let everywhere = probes.len() == results.measurements.len();
     let mut probed: Vec<&str> = results
         .measurements
@@ -65,7 +86,7 @@ fn probe_note(out: &mut String, results: &Results) {
          total, `alloc_ns_per_thread_max` the largest; latency percentiles are over every call, \
          to within 0.4% (log-linear buckets). The probe's own cost, an empty pair of time \
          stamps, was {} to {} per call in these runs and was {}subtracted from every figure; \
-         {}. {where_} \
+         {}.{resolution} {where_} \
          other figures (wall time, RSS) include its cost too.",
         clocks.join(", "),
         format_value(lo, "ns"),
@@ -116,6 +137,25 @@ pub fn verdict_text(c: &Comparison, metric_name: &str) -> String {
             String::new()
         }
     };
+    if c.below_resolution {
+        let r = format_value(c.resolution.unwrap_or(f64::NAN), unit);
+        return match c.verdict {
+            Verdict::Lower | Verdict::Higher => {
+                let better = metric(metric_name).and_then(|d| d.higher_is_better());
+                let judged = match better {
+                    Some(hb) if hb == (c.verdict == Verdict::Higher) => "better; ",
+                    Some(_) => "worse; ",
+                    None => "",
+                };
+                format!(
+                    "**{}** ({judged}one side within the timer's resolution, ≤ {r}; by {})",
+                    c.verdict.label(),
+                    signed(c.difference, unit)
+                )
+            }
+            _ => format!("inconclusive (below the timer's resolution, ≤ {r})"),
+        };
+    }
     match c.verdict {
         Verdict::Equivalent if c.baseline_zero => "**equivalent** (both always 0)".into(),
         Verdict::Equivalent => format!("**equivalent** within {margin}"),
@@ -424,6 +464,18 @@ fn margins_text(analysis: &Analysis) -> String {
         .join("; ")
 }
 
+/// An interval whose ends at or below the timer's resolution `r` read `≤ r`, never `0 ns`.
+fn resolved_interval(ci: &crate::stats::ConfidenceInterval, unit: &str, r: f64) -> String {
+    let v = |x: f64| {
+        if x <= r {
+            format!("≤ {}", format_value(r, unit))
+        } else {
+            format_value(x, unit)
+        }
+    };
+    format!("{} [{}, {}]", v(ci.estimate), v(ci.lo), v(ci.hi))
+}
+
 /// One table: a row per metric and subject.
 fn table(out: &mut String, metrics: &[&MetricAnalysis], baseline: &str) {
     let _ = writeln!(
@@ -435,8 +487,16 @@ fn table(out: &mut String, metrics: &[&MetricAnalysis], baseline: &str) {
     for m in metrics {
         let unit = metric(&m.metric).map_or("", |d| d.unit);
         for s in &m.summaries {
-            let median = format_interval(&s.median, unit);
+            let median = match s.resolution {
+                Some(r) => resolved_interval(&s.median, unit, r),
+                None => format_interval(&s.median, unit),
+            };
             let (ratio, p, verdict) = match m.comparisons.iter().find(|c| c.subject == s.subject) {
+                Some(c) if c.below_resolution => (
+                    "no ratio (within the timer's resolution)".into(),
+                    p_text(c.p_holm),
+                    verdict_text(c, &m.metric),
+                ),
                 Some(c) if c.baseline_zero => (
                     "no ratio (baseline 0)".into(),
                     p_text(c.p_holm),
@@ -464,6 +524,36 @@ fn table(out: &mut String, metrics: &[&MetricAnalysis], baseline: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_within_the_resolution_never_read_zero() {
+        let mut results = crate::test_fixture::results(12);
+        for m in results.measurements.iter_mut() {
+            m.metrics.probe = Some(crate::schema::ProbeMetrics {
+                resolution_ns: 10.0,
+                clock: "monotonic".into(),
+                every: 1,
+                subtracted: true,
+                alloc_calls: 1,
+                ..Default::default()
+            });
+        }
+        let text = render(&results, &crate::analysis::analyze(&results));
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("| lat_p50_ns |"))
+            .collect();
+        assert!(!rows.is_empty(), "{text}");
+        for row in rows {
+            assert!(!row.contains(" 0 ns") && !row.contains("[0 ns"), "{row}");
+            assert!(row.contains("≤ 10.0 ns"), "{row}");
+        }
+        assert!(
+            text.contains("below the timer's resolution, ≤ 10.0 ns"),
+            "{text}"
+        );
+        assert!(text.contains("timer's resolution"), "{text}");
+    }
 
     #[test]
     fn a_zero_baseline_is_said_not_printed_as_nan() {

@@ -70,7 +70,9 @@ fn find<'a>(
 
 /// A cell of the summary table: `0.952 ▼`, or the difference's sign with a zero baseline.
 fn cell_text(c: &Comparison) -> String {
-    if c.baseline_zero {
+    if c.below_resolution {
+        format!("(≤ res.) {}", mark(c.verdict))
+    } else if c.baseline_zero {
         format!("(base 0) {}", mark(c.verdict))
     } else {
         format!("{:.3} {}", c.ratio.estimate, mark(c.verdict))
@@ -144,7 +146,11 @@ fn xml(text: &str) -> String {
 /// A ratio's colour: white at 1, blue below, red above, full at ±25% (log scale), so that the
 /// eye finds the large differences first; grey when there is no ratio.
 fn colour(c: &Comparison) -> String {
-    if c.baseline_zero || !c.ratio.estimate.is_finite() || c.ratio.estimate <= 0.0 {
+    if c.baseline_zero
+        || c.below_resolution
+        || !c.ratio.estimate.is_finite()
+        || c.ratio.estimate <= 0.0
+    {
         return "#dddddd".into();
     }
     let x = (c.ratio.estimate.ln() / 1.25f64.ln()).clamp(-1.0, 1.0);
@@ -199,7 +205,9 @@ pub(super) fn svg(analysis: &Analysis, name: &str) -> String {
             let Some(c) = find(analysis, name, cell, s) else {
                 continue;
             };
-            let label = if c.baseline_zero {
+            let label = if c.below_resolution {
+                format!("≤ res. {}", mark(c.verdict))
+            } else if c.baseline_zero {
                 format!("base 0 {}", mark(c.verdict))
             } else {
                 format!("{:.3} {}", c.ratio.estimate, mark(c.verdict))

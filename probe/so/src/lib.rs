@@ -157,6 +157,8 @@ fn boot_size(p: *mut c_void) -> usize {
 // ---- set-up, thread exit, fork, process exit ---------------------------------------------------
 
 static OVERHEAD: AtomicU64 = AtomicU64::new(0);
+/// The timer's resolution in ticks, measured once at set-up.
+static RESOLUTION: AtomicU64 = AtomicU64::new(0);
 static KEY: AtomicU32 = AtomicU32::new(u32::MAX);
 /// The open dump file and the process it belongs to (a forked child opens its own).
 static FD: AtomicI32 = AtomicI32::new(-1);
@@ -192,6 +194,7 @@ fn set_up() {
         let _ = (next_malloc(), next_free(), next_realloc());
         clock::init();
         OVERHEAD.store(clock::overhead_ticks(), Ordering::Relaxed);
+        RESOLUTION.store(clock::resolution_ticks(), Ordering::Relaxed);
         if let Some(n) = getenv(b"ALLOCLAB_PROBE_EVERY\0") {
             match parse_u64(n) {
                 Some(n) if n >= 1 => record::set_every(n),
@@ -278,7 +281,12 @@ fn out_fd() -> c_int {
             fatal(b"alloclab-probe: cannot create the file in ALLOCLAB_PROBE_DIR\n");
         }
         let mut w = dump::Writer::new(fd);
-        dump::header(&mut w, pid as u64, OVERHEAD.load(Ordering::Relaxed));
+        dump::header(
+            &mut w,
+            pid as u64,
+            OVERHEAD.load(Ordering::Relaxed),
+            RESOLUTION.load(Ordering::Relaxed),
+        );
         w.flush();
     }
     FD.store(fd, Ordering::Relaxed);
