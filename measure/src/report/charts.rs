@@ -86,8 +86,9 @@ pub(super) fn write(
                 .collect();
             let path = dir.join(format!("{}-{suffix}.svg", slug(workload)));
             let title = format!(
-                "{workload}: {what} ({} reps, median and 95% CI)",
-                results.plan.reps
+                "{workload}: {what} ({} reps, median and 95% CI; vs {}: ▼ lower ▲ higher ≈ \
+                 equivalent ? inconclusive)",
+                results.plan.reps, analysis.baseline
             );
             draw(&path, &title, what, name, &cells)?;
             written.push(path);
@@ -235,6 +236,31 @@ fn draw(
                     }),
             )
             .map_err(io_error)?;
+        // Each comparison's verdict over its whisker: ▼ lower, ▲ higher, ≈ equivalent,
+        // ? inconclusive (against the baseline, at this thread count).
+        let mark_style = ("sans-serif", 13)
+            .into_font()
+            .color(&colour)
+            .pos(Pos::new(HPos::Center, VPos::Bottom));
+        for s in &cell.summaries {
+            let Some(c) = cell.comparisons.iter().find(|c| c.subject == s.subject) else {
+                continue;
+            };
+            let Some(i) = subjects.iter().position(|x| *x == s.subject) else {
+                continue;
+            };
+            let y = s.median.hi.max(s.median.estimate);
+            if !y.is_finite() {
+                continue;
+            }
+            let (px, py) = chart.backend_coord(&(i as f64 + offset, y * scale));
+            root.draw(&Text::new(
+                super::summary::mark(c.verdict).to_string(),
+                (px, py - 4),
+                mark_style.clone(),
+            ))
+            .map_err(io_error)?;
+        }
     }
     chart
         .configure_series_labels()

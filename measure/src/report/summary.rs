@@ -166,8 +166,16 @@ fn colour(c: &Comparison) -> String {
 pub(super) fn svg(analysis: &Analysis, name: &str) -> String {
     let cells = cells(analysis, name);
     let subjects = subjects(analysis, name);
-    let (cw, ch, left, top) = (96.0, 26.0, 170.0, 110.0);
-    let width = left + cw * cells.len() as f64 + 20.0;
+    // The column labels slant up at 35 degrees: the longest sets the room above the grid.
+    let longest = cells
+        .iter()
+        .map(|(w, t)| w.chars().count() + t.to_string().len() + 2)
+        .max()
+        .unwrap_or(0);
+    let (cw, ch, left) = (96.0, 26.0, 170.0);
+    let top = (50.0 + 4.5 * longest as f64).max(110.0);
+    // Room for the title, the legend and the last column's slanted label.
+    let width = (left + cw * cells.len() as f64 + 140.0).max(780.0);
     let height = top + ch * subjects.len() as f64 + 60.0;
     let mut out = String::new();
     let _ = writeln!(
