@@ -33,6 +33,11 @@ pub struct PaperArgs {
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Measure nothing: redraw the reports and `questions.md` of the study's run in DIR from
+    /// its results.json (and DIR/instructions/results.json, if the study counts instructions)
+    /// with this build's analysis, e.g. `--redraw papers/<study>/report`.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["quick", "out", "reps", "seed"])]
+    pub redraw: Option<PathBuf>,
 }
 
 /// The studies of the registry, one line each: name, title, and where it lives.
@@ -65,6 +70,9 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
             names.join(", ")
         ));
     };
+    if let Some(dir) = &args.redraw {
+        return redraw(&study, dir, args.latex);
+    }
     let grid = if args.quick {
         &study.quick
     } else {
@@ -151,6 +159,39 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
         return fail(format!(
             "{failed} measurement(s) failed (listed in report.md)"
         ));
+    }
+    ExitCode::SUCCESS
+}
+
+/// `--redraw DIR`: the reports and answers of a finished run, from its results alone.
+fn redraw(study: &papers::Study, dir: &Path, latex: bool) -> ExitCode {
+    let mut passes = vec![(dir.to_path_buf(), study.metrics)];
+    if let Some(counted) = &study.instructions {
+        let sub = dir.join("instructions");
+        if sub.join("results.json").is_file() {
+            passes.push((sub, counted.metrics));
+        }
+    }
+    for (dir, metrics) in passes {
+        let results = match Results::read(&dir.join("results.json")) {
+            Ok(r) => r,
+            Err(e) => return fail(e),
+        };
+        if let Some(s) = results
+            .plan
+            .subjects
+            .iter()
+            .find(|s| !study.subjects.contains(&s.as_str()) && !study.baseline.eq(s.as_str()))
+        {
+            return fail(format!(
+                "{}: subject `{s}` is not one of study {}'s: not its results",
+                dir.display(),
+                study.name
+            ));
+        }
+        if let Err(e) = publish(study, &results, &dir, latex, metrics) {
+            return fail(e);
+        }
     }
     ExitCode::SUCCESS
 }
