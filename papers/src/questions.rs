@@ -211,6 +211,7 @@ mod tests {
                 sys,
                 ..Metrics::default()
             },
+            disturbance: None,
         }
     }
 
