@@ -738,15 +738,27 @@ fn a_shard_killed_with_its_process_tree_resumes_with_exit_0_and_merges() {
 /// measured again as often as asked, kept flagged, and counted in the report's first line.
 #[test]
 fn a_run_beside_a_cpu_hog_is_measured_again_and_flagged() {
+    /// Stopped when dropped, a failed assertion included.
+    struct Hogs(Vec<std::process::Child>);
+    impl Drop for Hogs {
+        fn drop(&mut self) {
+            for h in &mut self.0 {
+                let _ = h.kill();
+                let _ = h.wait();
+            }
+        }
+    }
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut hogs: Vec<std::process::Child> = (0..cpus)
-        .map(|_| {
-            Command::new("sh")
-                .args(["-c", "while :; do :; done"])
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let hogs = Hogs(
+        (0..cpus)
+            .map(|_| {
+                Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
     let dir = scratch("hogged");
     // Measurements of a few tenths of a second: far longer than `/proc/stat`'s resolution.
     let grid = [
@@ -766,10 +778,7 @@ fn a_run_beside_a_cpu_hog_is_measured_again_and_flagged() {
     ]
     .map(String::from);
     let out = run(&compare_args(&dir, &grid, &[]));
-    for h in &mut hogs {
-        let _ = h.kill();
-        let _ = h.wait();
-    }
+    drop(hogs);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("measuring again (1/1)"), "{err}");

@@ -173,34 +173,48 @@ fn judge(
     }
 }
 
-/// Of `measurements`' records, those the statistics use (no warm-up): how many were measured
-/// (have a record), how many disturbed, and the disturbed ones' fractions, ascending.
-pub fn tally<'a>(
-    measurements: impl IntoIterator<Item = &'a super::schema::Measurement>,
-) -> (usize, Vec<f64>, f64) {
-    let mut measured = 0;
-    let mut disturbed = Vec::new();
-    let mut most = 0.0f64;
+/// The disturbance of a run's measurements that the statistics use (no warm-up round).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tally {
+    /// Measurements with a record.
+    pub measured: usize,
+    /// The fractions of those still disturbed, ascending.
+    pub disturbed: Vec<f64>,
+    /// The largest fraction of any.
+    pub most: f64,
+    /// Measurements taken more than once because an attempt was disturbed.
+    pub measured_again: usize,
+}
+
+/// The [`Tally`] of `measurements`.
+pub fn tally<'a>(measurements: impl IntoIterator<Item = &'a super::schema::Measurement>) -> Tally {
+    let mut t = Tally::default();
     for d in measurements
         .into_iter()
         .filter(|m| !m.warmup)
         .filter_map(|m| m.disturbance.as_ref())
     {
-        measured += 1;
-        most = most.max(d.fraction);
+        t.measured += 1;
+        t.most = t.most.max(d.fraction);
         if d.disturbed {
-            disturbed.push(d.fraction);
+            t.disturbed.push(d.fraction);
         }
+        t.measured_again += usize::from(!d.retried.is_empty());
     }
-    disturbed.sort_by(f64::total_cmp);
-    (measured, disturbed, most)
+    t.disturbed.sort_by(f64::total_cmp);
+    t
 }
 
 /// The first line of a report: how many measurements were disturbed and by how much (nothing
 /// to add when none has a record: files written before disturbance was measured, whose load
 /// average rule still speaks through `environment.noisy`).
 pub fn title(results: &super::schema::Results) -> String {
-    let (measured, disturbed, most) = tally(&results.measurements);
+    let Tally {
+        measured,
+        disturbed,
+        most,
+        measured_again,
+    } = tally(&results.measurements);
     let pct = |f: f64| format!("{:.1}%", f * 100.0);
     if measured == 0 {
         let env = &results.environment;
@@ -221,10 +235,14 @@ pub fn title(results: &super::schema::Results) -> String {
         }
         return "# alloclab compare: report".into();
     }
+    let again = match measured_again {
+        0 => String::new(),
+        n => format!("; {n} measured again"),
+    };
     if disturbed.is_empty() {
         return format!(
             "# alloclab compare: report (undisturbed: other processes took at most {} of the \
-             machine during any of its {measured} measurements; threshold {})",
+             machine during any of its {measured} measurements; threshold {}{again})",
             pct(most),
             pct(THRESHOLD)
         );
@@ -233,8 +251,8 @@ pub fn title(results: &super::schema::Results) -> String {
     let median = super::stats::median(&disturbed);
     format!(
         "# alloclab compare: report (DISTURBED: {} of {measured} measurements, during which \
-         other processes took {} of the machine ({} to {}; threshold {}); their figures may be \
-         off)",
+         other processes took {} of the machine ({} to {}; threshold {}{again}); their figures \
+         may be off)",
         disturbed.len(),
         if disturbed.len() == 1 {
             pct(lo)
@@ -296,6 +314,25 @@ mod tests {
         assert_eq!(judge(1.0, 2, 1.01, 0.0, 1.0, 0.02).fraction, 0.0);
     }
 
+    /// Processes spinning on every CPU, stopped when dropped (a failed assertion included).
+    struct Hogs(Vec<Child>);
+
+    impl Hogs {
+        fn start() -> Hogs {
+            let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+            Hogs((0..cpus).map(|_| sh("while :; do :; done")).collect())
+        }
+    }
+
+    impl Drop for Hogs {
+        fn drop(&mut self) {
+            for h in &mut self.0 {
+                let _ = h.kill();
+                let _ = h.wait();
+            }
+        }
+    }
+
     fn sh(script: &str) -> Child {
         Command::new("sh")
             .arg("-c")
@@ -326,14 +363,10 @@ mod tests {
     /// measured) is disturbed as often, which says the machine, not the rule, was busy.
     #[test]
     fn a_cpu_hog_beside_a_measurement_disturbs_it_and_alone_it_is_not() {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let mut hogs: Vec<Child> = (0..cpus).map(|_| sh("while :; do :; done")).collect();
+        let hogs = Hogs::start();
         std::thread::sleep(Duration::from_millis(50));
         let hogged = measure_busy_child();
-        for h in &mut hogs {
-            let _ = h.kill();
-            let _ = h.wait();
-        }
+        drop(hogs);
         assert!(hogged.disturbed, "{hogged:?}");
         assert!(hogged.fraction > 0.25, "{hogged:?}");
         assert!(hogged.elapsed_s > 0.0 && hogged.cpus >= 1);

@@ -445,7 +445,10 @@ mod tests {
         let measured_rounds: Vec<usize> = (0..results.measurements.len())
             .filter(|&k| !results.measurements[k].warmup)
             .collect();
-        results.measurements[measured_rounds[0]].disturbance = Some(measured(0.30, true));
+        results.measurements[measured_rounds[0]].disturbance = Some(crate::schema::Disturbance {
+            retried: vec![0.4, 0.35],
+            ..measured(0.30, true)
+        });
         results.measurements[measured_rounds[1]].disturbance = Some(measured(0.10, true));
         // A disturbed warm-up round is left out, as the statistics leave it out.
         let warm = results.measurements.iter().position(|m| m.warmup).unwrap();
@@ -457,7 +460,7 @@ mod tests {
             format!(
                 "# alloclab compare: report (DISTURBED: 2 of {n} measurements, during which \
                  other processes took a median 20.0% of the machine (10.0% to 30.0%; threshold \
-                 5.0%); their figures may be off)"
+                 5.0%; 1 measured again); their figures may be off)"
             )
         );
     }
