@@ -77,7 +77,8 @@ impl DirLock {
     }
 }
 
-/// `flock(file, how)`: `Ok(false)` when a non-blocking request finds the lock held.
+/// `flock(file, how)`: `Ok(false)` when a non-blocking request finds the lock held. A file
+/// system that cannot lock (some network and FUSE ones) is run on unlocked, as before locks.
 fn flock(file: &File, how: libc::c_int) -> std::io::Result<bool> {
     loop {
         // SAFETY: flock has no memory-safety preconditions; the descriptor is `file`'s and
@@ -89,6 +90,7 @@ fn flock(file: &File, how: libc::c_int) -> std::io::Result<bool> {
         match e.raw_os_error() {
             Some(libc::EINTR) => continue,
             Some(libc::EWOULDBLOCK) => return Ok(false),
+            Some(libc::ENOLCK | libc::EINVAL | libc::EOPNOTSUPP) => return Ok(true),
             _ => return Err(e),
         }
     }
