@@ -358,9 +358,11 @@ mod tests {
     /// Issue 41: a CPU hog started beside a measurement marks it disturbed, and the same
     /// measurement alone does not. The hog spins on every CPU, so it takes its share whatever
     /// else runs. Alone is judged on the same machine, which may be busy with other work (this
-    /// one is shared with builds): it must come out less disturbed than beside the hog, and
-    /// undisturbed in one attempt of several unless an empty window (the same length, nothing
-    /// measured) is disturbed as often, which says the machine, not the rule, was busy.
+    /// one is shared with builds, and other tests run beside this one): it must come out less
+    /// disturbed than beside the hog, and undisturbed in one attempt of several unless empty
+    /// windows (the same length, nothing measured) after the attempts were disturbed at least
+    /// half the time, which says the machine, not the rule, was busy. A rule that counted the
+    /// child's own time would fail here on any machine quiet half the time.
     #[test]
     fn a_cpu_hog_beside_a_measurement_disturbs_it_and_alone_it_is_not() {
         let hogs = Hogs::start();
@@ -394,7 +396,7 @@ mod tests {
         assert!(least < hogged.fraction, "{alone:?} vs {hogged:?}");
         let undisturbed = alone.iter().any(|d| !d.disturbed);
         assert!(
-            undisturbed || busy_machine == alone.len(),
+            undisturbed || 2 * busy_machine >= alone.len(),
             "alone, every attempt disturbed while the machine was not always busy: {alone:?}"
         );
         if !undisturbed {
