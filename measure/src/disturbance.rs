@@ -21,14 +21,14 @@
 //!
 //! A measurement is **disturbed** when others certainly took more than [`THRESHOLD`] of the
 //! machine: `other - resolution > THRESHOLD n t`. 5% because an idle machine's own background
-//! (daemons and kernel threads waking now and then, a hypervisor's steal) stays under it, a
-//! build that has finished included, while one other busy process takes a whole CPU, `1 / n`
-//! of the machine (50% on two cores, 12.5% on eight): every process that competes for a CPU
-//! the child wants is caught, and a short one (a `cron` job) only if it runs long enough to
-//! take a measurable share. The runner measures a disturbed measurement
-//! again, up to `--retry-disturbed` times (2 by default), keeps the least disturbed attempt, and
-//! records the fractions of the others; one still disturbed is kept and flagged, and the
-//! report's first line counts them.
+//! (daemons and kernel threads waking now and then, a hypervisor's steal) stays under it (a
+//! build that has ended leaves nothing behind: about 1% right after one, docs/MEASURING.md),
+//! while one other busy process takes a whole CPU, `1 / n` of the machine (50% on two cores,
+//! 12.5% on eight): every process that competes for a CPU the child wants is caught, and a
+//! short one (a `cron` job) only if it runs long enough to take a measurable share. The runner
+//! measures a disturbed measurement again, up to `--retry-disturbed` times (2 by default),
+//! keeps the least disturbed attempt, and records the fractions of the others; one still
+//! disturbed is kept and flagged, and the report's first line counts them.
 
 use super::schema::Disturbance;
 use std::time::Instant;
