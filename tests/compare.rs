@@ -45,6 +45,9 @@ const GRID: &[&str] = &[
     "--seed",
     "42",
     "--no-progress",
+    // The tests run side by side and disturb one another: measuring again would only slow them.
+    "--retry-disturbed",
+    "0",
 ];
 
 fn compare(out: &Path, extra: &[&str]) {
@@ -119,12 +122,31 @@ fn compare_writes_a_complete_grid_and_shards_merge_into_it() {
         .all(|m| m.metrics.ops > 0 && m.metrics.max_rss_process.is_some()));
     let lifo = r.measurements.iter().find(|m| m.subject == "lifo").unwrap();
     assert!(lifo.metrics.heap.is_some(), "alloclab subjects are sampled");
+    // Every measurement has its disturbance (the machine may be busy: no figure asserted).
+    for m in &r.measurements {
+        let d = m.disturbance.as_ref().expect("disturbance measured");
+        assert!((0.0..=1.0).contains(&d.fraction), "{d:?}");
+        assert!(
+            d.cpus >= 1 && d.elapsed_s > 0.0 && d.resolution_s > 0.0,
+            "{d:?}"
+        );
+        assert_eq!(
+            d.disturbed,
+            d.other_cpu_s - d.resolution_s > 0.05 * d.elapsed_s * d.cpus as f64
+        );
+    }
     assert_eq!(r.plan.baseline, "system");
     assert_eq!(r.plan.seed, 42);
     let csv = std::fs::read_to_string(whole.join("results.csv")).unwrap();
     assert!(csv.lines().count() > r.measurements.len());
     let md = std::fs::read_to_string(whole.join("report.md")).unwrap();
     assert!(md.contains("churn") && md.contains("thread-arena"), "{md}");
+    let first = md.lines().next().unwrap();
+    assert!(
+        first.contains("undisturbed: other processes took at most")
+            || first.contains("DISTURBED: "),
+        "the first line says how disturbed: {first}"
+    );
     assert!(
         md.contains("reuse: lifo"),
         "the subject's own description: {md}"
@@ -397,6 +419,8 @@ fn small_grid(reps: &str) -> Vec<String> {
         "--scale",
         "0.02",
         "--no-progress",
+        "--retry-disturbed",
+        "0",
     ]
     .map(String::from)
     .to_vec()
@@ -619,6 +643,173 @@ fn a_killed_shard_resumes_and_merges_into_the_full_grid() {
     }
 }
 
+/// `compare` started the way a user or a job script starts it: under a parent that waits for
+/// it (`cargo run`, a shell), in a process group of its own, so that a signal can take the whole
+/// tree (the parent, alloclab and its measuring child) or the parent alone.
+fn spawn_under_a_parent(args: &[String]) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    Command::new("sh")
+        .arg("-c")
+        .arg("\"$0\" \"$@\"; exit $?")
+        .arg(env!("CARGO_BIN_EXE_alloclab"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `journal` holds its header and `records` measurements; the run must still be
+/// going then (else the grid is too small for the test).
+fn wait_for_records(journal: &Path, records: usize, child: &mut std::process::Child) {
+    loop {
+        let lines = std::fs::read(journal)
+            .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+            .unwrap_or(0);
+        if lines > records {
+            return;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the shard ended before it recorded {records} measurement(s)"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// Issue 41, item 6: `compare --shard 2/3` SIGKILLed mid-run and resumed exits 0 and merges
+/// with shards 1 and 3. Twice: the whole process tree killed (a job's cgroup, `kill -9 -PGID`),
+/// and the parent alone (`timeout -s KILL 20 cargo run -- compare ...` kills cargo and leaves
+/// alloclab measuring: the issue's case, where the resumed run and the orphan shared the
+/// journal and the later one to finish exited 1 with `journal.jsonl: No such file or
+/// directory`; now `--resume` waits for the orphan and continues from what it left).
+#[test]
+fn a_shard_killed_with_its_process_tree_resumes_with_exit_0_and_merges() {
+    let grid = [&small_grid("6")[..], &["--seed".into(), "11".into()]].concat();
+    let shard = |dir: &Path, i: usize| compare_args(dir, &grid, &["--shard", &format!("{i}/3")]);
+    let dirs: Vec<PathBuf> = (1..=3).map(|i| scratch(&format!("tree{i}"))).collect();
+    let journal = dirs[1].join(alloclab::measure::journal::FILE_NAME);
+
+    // The whole tree, SIGKILLed after its first record.
+    let mut parent = spawn_under_a_parent(&shard(&dirs[1], 2));
+    wait_for_records(&journal, 1, &mut parent);
+    let group = -(parent.id() as i32);
+    // SAFETY: kill has no memory-safety preconditions; the group is the one just started.
+    let killed = unsafe { libc::kill(group, libc::SIGKILL) };
+    assert_eq!(killed, 0);
+    parent.wait().unwrap();
+    assert!(!dirs[1].join("results.json").exists(), "killed mid-run");
+    let resumed = [&shard(&dirs[1], 2)[..], &["--resume".to_string()]].concat();
+    let out = run(&resumed);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit 0 after a resume: {err}");
+    assert!(err.contains("resuming"), "{err}");
+    assert!(!journal.exists());
+    let first = Results::read(&dirs[1].join("results.json")).unwrap();
+
+    // The parent alone: alloclab goes on as an orphan, and the resumed run waits for it.
+    std::fs::remove_dir_all(&dirs[1]).unwrap();
+    let mut parent = spawn_under_a_parent(&shard(&dirs[1], 2));
+    wait_for_records(&journal, 1, &mut parent);
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    let out = run(&resumed);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit 0 beside an orphan: {err}");
+    assert!(!journal.exists());
+    let second = Results::read(&dirs[1].join("results.json")).unwrap();
+    assert_eq!(
+        keys(&second),
+        keys(&first),
+        "the same shard, whole, either way"
+    );
+    assert_eq!(
+        keys(&second).len(),
+        second.measurements.len(),
+        "no cell twice"
+    );
+
+    run_ok(&shard(&dirs[0], 1));
+    run_ok(&shard(&dirs[2], 3));
+    let merged = scratch("tree-merged");
+    let mut merge = vec!["merge".to_string()];
+    merge.extend(dirs.iter().map(|d| path(d)));
+    merge.extend(["--out".to_string(), path(&merged)]);
+    run_ok(&merge);
+    let rm = Results::read(&merged.join("results.json")).unwrap();
+    assert_eq!(rm.plan.shards, ["1/3", "2/3", "3/3"]);
+    assert_eq!(rm.measurements.len(), 2 * 7, "two subjects by seven rounds");
+    assert_eq!(keys(&rm).len(), rm.measurements.len(), "no cell twice");
+    for d in dirs.iter().chain([&merged]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// Issue 41, item 3: measurements taken beside a CPU hog (spinning on every CPU) are disturbed,
+/// measured again as often as asked, kept flagged, and counted in the report's first line.
+#[test]
+fn a_run_beside_a_cpu_hog_is_measured_again_and_flagged() {
+    /// Stopped when dropped, a failed assertion included.
+    struct Hogs(Vec<std::process::Child>);
+    impl Drop for Hogs {
+        fn drop(&mut self) {
+            for h in &mut self.0 {
+                let _ = h.kill();
+                let _ = h.wait();
+            }
+        }
+    }
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let hogs = Hogs(
+        (0..cpus)
+            .map(|_| {
+                Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    let dir = scratch("hogged");
+    // Measurements of a few tenths of a second: far longer than `/proc/stat`'s resolution.
+    let grid = [
+        "--subjects",
+        "lifo,system",
+        "--workloads",
+        "churn",
+        "--threads",
+        "1",
+        "--reps",
+        "1",
+        "--scale",
+        "0.3",
+        "--no-progress",
+        "--retry-disturbed",
+        "1",
+    ]
+    .map(String::from);
+    let out = run(&compare_args(&dir, &grid, &[]));
+    drop(hogs);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("measuring again (1/1)"), "{err}");
+    let r = Results::read(&dir.join("results.json")).unwrap();
+    for m in &r.measurements {
+        let d = m.disturbance.as_ref().unwrap();
+        assert!(d.disturbed, "{d:?}");
+        // Warm-up rounds are not measured again.
+        assert_eq!(d.retried.len(), usize::from(!m.warmup), "{m:?}");
+    }
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let first = md.lines().next().unwrap();
+    assert!(
+        first.starts_with("# alloclab compare: report (DISTURBED: 2 of 2 measurements"),
+        "{first}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Off a terminal (here: a pipe), progress is one line per finished measurement, written as
 /// it finishes, with the count and the measurement; `--no-progress` silences it.
 #[test]
@@ -640,6 +831,8 @@ fn progress_off_a_terminal_is_one_line_per_measurement() {
             "0.01",
             "--seed",
             "5",
+            "--retry-disturbed",
+            "0",
         ];
         args.extend_from_slice(extra);
         let out_dir = dir.to_str().unwrap().to_owned();

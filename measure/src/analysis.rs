@@ -958,6 +958,7 @@ mod tests {
                         wall,
                         ..Metrics::default()
                     },
+                    disturbance: None,
                 });
             }
         }

@@ -15,6 +15,7 @@ use super::workloads::{Params, Workload};
 use alloclab_traces::replay::rss;
 use serde::{Deserialize, Serialize};
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -67,6 +68,10 @@ pub struct ChildReport {
     pub metrics: Metrics,
     /// Wall time of every iteration, in order (one entry unless `iterations` > 1).
     pub iteration_walls: Vec<f64>,
+    /// What other processes took of the machine meanwhile: filled in by the parent
+    /// ([`Spawn::run`]), never by the child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<super::schema::Disturbance>,
 }
 
 fn rusage_self() -> (f64, f64) {
@@ -172,6 +177,7 @@ pub fn run_child(
         describe: subject.describe(),
         metrics: first.expect("at least one iteration"),
         iteration_walls: walls,
+        disturbance: None,
     })
 }
 
@@ -245,22 +251,46 @@ impl Spawn {
         };
         cmd.args(argv.drain(..));
         cmd.env(PAD_VARIABLE, "x".repeat(self.env_pad));
+        // A measurement outlives no harness: killed with it (SIGKILL when the thread that
+        // started it ends, which waits for it otherwise), it would go on loading the machine
+        // beside the measurements of a resumed run.
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the hook runs in the forked child before exec, and calls only prctl, getppid
+        // and _exit, which are async-signal-safe; it touches no memory of the parent's.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent died before the request: nobody waits for this measurement.
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         cmd
     }
 
-    /// Runs the child to the end and collects its report.
+    /// Runs the child to the end and collects its report, with its disturbance: what other
+    /// processes took of the machine from just before its start to just after its exit.
     pub fn run(&self) -> ChildResult {
+        let window = super::disturbance::Window::start();
         let child = match self.command().spawn() {
             Ok(c) => c,
             Err(e) => return ChildResult::Failed(format!("cannot start the child: {e}")),
         };
         let pid = child.id();
         let (waited, out, err) = wait_reading(child, self.timeout);
-        let (status, max_rss) = match waited {
-            Ok((status, usage)) => (status, max_rss_bytes(&usage)),
+        let (status, max_rss, disturbance) = match waited {
+            Ok((status, usage)) => (
+                status,
+                max_rss_bytes(&usage),
+                window.finish(timeval(usage.ru_utime) + timeval(usage.ru_stime)),
+            ),
             Err(e) => return ChildResult::Failed(e),
         };
         if !exited_zero(status) {
@@ -281,6 +311,7 @@ impl Spawn {
             Err(e) => return ChildResult::Failed(format!("unreadable child report: {e}")),
         };
         report.metrics.max_rss_process = Some(max_rss);
+        report.disturbance = disturbance;
         if let Some(dir) = &self.callgrind_dir {
             let file = dir.join(format!("callgrind.out.{pid}"));
             match read_callgrind(&file) {

@@ -2,17 +2,16 @@
 //! `compare` run: CPU model, cores, memory, kernel, compiler, commit, host, start time and the
 //! exact command line, so that a report says where its numbers were taken; and its provenance:
 //! the commit and compiler the binary was built from (`build.rs`), a hash of the binary and of
-//! every library preloaded, and the machine's load before and after the run ([`finish`]), from
-//! which a run is judged noisy ([`is_noisy`]).
+//! every library preloaded, and the machine's load before and after the run ([`finish`]). The
+//! load average no longer judges a run: it counts what ran in the minute before (the build of
+//! the binary, typically), not what ran beside the measurements; each measurement's own
+//! disturbance is measured instead (`disturbance.rs`).
 
 use super::schema::{BuildInfo, Environment, FileHash, LoadAverage};
 use std::io::Read;
 use std::path::Path;
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
-
-/// Load per core above which a run counts as noisy: other work had half the machine.
-pub const NOISY_LOAD_PER_CORE: f64 = 0.5;
 
 /// Reads the environment now. `command` is the command line as given; `peers` each peer's
 /// name and library version.
@@ -40,11 +39,10 @@ pub fn capture(command: Vec<String>, peers: Vec<(String, String)>) -> Environmen
     }
 }
 
-/// Completes `env` when the run has ended: the load average now, and whether the run was
-/// noisy. `own_threads` is the most worker threads the run itself kept busy at once.
-pub fn finish(env: &mut Environment, own_threads: usize) {
+/// Completes `env` when the run has ended: the load average now (a record; `noisy` stays
+/// false, see the module's note).
+pub fn finish(env: &mut Environment) {
     env.load_after = load_average();
-    env.noisy = is_noisy(env.load_before, env.load_after, env.cores, own_threads);
 }
 
 /// Adds the hash of each library in `paths` (preloaded by a `--programs` run), once each.
@@ -59,25 +57,6 @@ pub fn add_preload_hashes<'a>(env: &mut Environment, paths: impl IntoIterator<It
             env.hashes.push(file_hash("preload", path));
         }
     }
-}
-
-/// Whether other work loaded the machine: the one-minute load per core above
-/// [`NOISY_LOAD_PER_CORE`] before the run, or after it once the run's own threads are taken
-/// off (a run keeps up to `own_threads` tasks runnable itself, more than the cores too, and the
-/// one-minute average at its end still counts them). An unknown load is not evidence of noise.
-pub fn is_noisy(
-    before: Option<LoadAverage>,
-    after: Option<LoadAverage>,
-    cores: usize,
-    own_threads: usize,
-) -> bool {
-    let cores = cores.max(1) as f64;
-    // Every runnable task counts in the load average, those waiting for a core too: a run
-    // with more threads than cores adds all of them.
-    let own = own_threads as f64;
-    let before = before.is_some_and(|l| l.one / cores > NOISY_LOAD_PER_CORE);
-    let after = after.is_some_and(|l| (l.one - own).max(0.0) / cores > NOISY_LOAD_PER_CORE);
-    before || after
 }
 
 /// The provenance `build.rs` embedded in this binary.
@@ -255,7 +234,7 @@ mod tests {
         assert!(commit.chars().all(|c| c.is_ascii_hexdigit()), "{commit}");
         assert!(e.build.dirty.is_some());
         assert!(e.rustc.starts_with("rustc "), "{}", e.rustc);
-        finish(&mut e, 1);
+        finish(&mut e);
         assert!(e.load_after.is_some());
         add_preload_hashes(&mut e, [exe.as_path(), exe.as_path()]);
         let preloads: Vec<_> = e.hashes.iter().filter(|h| h.role == "preload").collect();
@@ -286,32 +265,5 @@ mod tests {
         assert_eq!((l.one, l.five, l.fifteen), (0.52, 1.61, 2.70));
         assert_eq!(parse_loadavg("0.5 x 1"), None);
         assert_eq!(parse_loadavg(""), None);
-    }
-
-    #[test]
-    fn the_noisy_rule() {
-        let load = |one: f64| {
-            Some(LoadAverage {
-                one,
-                five: 0.0,
-                fifteen: 0.0,
-            })
-        };
-        // 2 cores: above 1.0 before the run is noisy, up to 1.0 is not.
-        assert!(!is_noisy(load(1.0), None, 2, 1));
-        assert!(is_noisy(load(1.01), None, 2, 1));
-        assert!(is_noisy(load(6.0), load(0.0), 2, 1));
-        // After the run its own single thread is taken off: 2.0 is 1.0 of others.
-        assert!(!is_noisy(load(0.1), load(2.0), 2, 1));
-        assert!(is_noisy(load(0.1), load(2.1), 2, 1));
-        // All its own threads count, more than one per core too (runnable tasks waiting for
-        // a core are in the load average).
-        assert!(!is_noisy(load(0.1), load(9.0), 2, 8));
-        assert!(is_noisy(load(0.1), load(9.1), 2, 8));
-        // 8 cores: 3.9 is under half.
-        assert!(!is_noisy(load(3.9), load(3.9), 8, 0));
-        assert!(is_noisy(load(4.1), load(3.9), 8, 0));
-        // Unknown loads say nothing.
-        assert!(!is_noisy(None, None, 2, 1));
     }
 }

@@ -14,6 +14,7 @@
 //!   minimum detectable effects, pilot advice;
 //! - `analysis`: per workload, thread count and metric, every subject against the baseline;
 //! - `runner`: one child process per measurement, shuffled rounds, shards;
+//! - `disturbance`: what other processes took of the machine during each measurement;
 //! - `progress`: a bar on a terminal, one line per finished measurement otherwise;
 //! - `journal`, `resume`: each measurement on disk as it finishes, and a killed run continued;
 //! - `campaign`: what makes runs parts of one grid (plan and build, field by field), and the
@@ -29,6 +30,7 @@
 pub mod analysis;
 pub mod campaign;
 pub mod child;
+pub mod disturbance;
 pub mod durable;
 pub mod env;
 pub mod fnv;

@@ -864,11 +864,17 @@ pub fn run_with(
             "round {}: {} under {}",
             slot.round, program.name, preload.name
         ));
+        let window = super::disturbance::Window::start();
         let outcome = match &probe {
             Some(so) => run_probed(program, preload, slot.env_pad, so),
             None => run_one(program, preload, slot.env_pad),
-        }
-        .and_then(|r| {
+        };
+        // The processes' own time: a batch's figures are means per process.
+        let disturbance = outcome.as_ref().ok().and_then(|r| {
+            let runs = program.runs.max(1) as f64;
+            window.finish((r.metrics.user + r.metrics.sys) * runs)
+        });
+        let outcome = outcome.and_then(|r| {
             if r.stdout == expected[pi] {
                 Ok(r)
             } else {
@@ -891,6 +897,7 @@ pub fn run_with(
                 order: slot.order,
                 env_pad: slot.env_pad,
                 metrics: r.metrics,
+                disturbance,
             }),
             Err(reason) => failures.push(Failure {
                 subject: preload.name.clone(),
@@ -907,7 +914,7 @@ pub fn run_with(
         preloads.iter().filter_map(|p| p.library.as_deref()),
     );
     // One program at a time.
-    super::env::finish(&mut environment, 1);
+    super::env::finish(&mut environment);
     Ok(Results {
         schema_version: SCHEMA_VERSION,
         environment,

@@ -1,11 +1,100 @@
 //! Where a `compare` run starts from: its output directory's journal (`journal.rs`) when it
 //! continues an interrupted run (`--resume`), checked to be of the same plan and build, or a
 //! new journal when it does not, which must not bury an unfinished one.
+//!
+//! One run at a time owns an output directory: it holds a lock ([`DirLock`], `flock` on
+//! [`LOCK_FILE`]) from before it reads the journal until it exits. A run killed through a
+//! parent (`timeout -s KILL 20 cargo run -- compare ...` kills cargo, not alloclab) goes on
+//! measuring as an orphan; without the lock a `--resume` started beside it appended to the
+//! same journal, and whichever finished second found the journal already removed (issue 41).
+//! Now `--resume` waits for such a run to end and then continues from what it left (its
+//! results.json), and a fresh run refuses the directory.
 
 use super::campaign;
 use super::journal::{self, Header, Journal};
 use super::schema::Results;
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
 use std::path::Path;
+
+/// The lock file in the output directory (never removed: removing a lock file lets two
+/// runs lock two different files of one name). It holds the pid of the run that owns it.
+pub const LOCK_FILE: &str = "compare.lock";
+
+/// The output directory's lock, held while it lives (the kernel drops it when the process
+/// ends, however it ends).
+#[derive(Debug)]
+pub struct DirLock {
+    _file: File,
+}
+
+impl DirLock {
+    /// Locks `dir` (which exists). When another process holds it: without `wait`, an error
+    /// naming it; with `wait`, `waiting` is called with that message and the lock is waited
+    /// for.
+    pub fn acquire(
+        dir: &Path,
+        wait: bool,
+        mut waiting: impl FnMut(&str),
+    ) -> Result<DirLock, String> {
+        let path = dir.join(LOCK_FILE);
+        let io = |e: std::io::Error| format!("{}: {e}", path.display());
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        if !flock(&file, libc::LOCK_EX | libc::LOCK_NB).map_err(io)? {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = match holder.trim() {
+                "" => "another process".to_string(),
+                pid => format!("process {pid}"),
+            };
+            let busy = format!(
+                "another alloclab compare ({holder}) is running in {}: it may have outlived \
+                 what was killed (killing `cargo run` leaves alloclab running)",
+                dir.display()
+            );
+            if !wait {
+                return Err(format!(
+                    "{busy}; wait for it to end (or stop it), then run this again"
+                ));
+            }
+            waiting(&format!(
+                "{busy}; waiting for it to end, then continuing from what it left"
+            ));
+            flock(&file, libc::LOCK_EX).map_err(io)?;
+        }
+        file.set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| writeln!(file, "{}", std::process::id()))
+            .map_err(io)?;
+        Ok(DirLock { _file: file })
+    }
+}
+
+/// `flock(file, how)`: `Ok(false)` when a non-blocking request finds the lock held. A file
+/// system that cannot lock (some network and FUSE ones) is run on unlocked, as before locks.
+fn flock(file: &File, how: libc::c_int) -> std::io::Result<bool> {
+    loop {
+        // SAFETY: flock has no memory-safety preconditions; the descriptor is `file`'s and
+        // open for the whole call.
+        if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            Some(libc::ENOLCK | libc::EINVAL | libc::EOPNOTSUPP) => return Ok(true),
+            _ => return Err(e),
+        }
+    }
+}
 
 /// How a run treats what its output directory holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,11 +116,22 @@ pub struct Opened {
     pub journal: Journal,
     /// What was resumed or dropped, one sentence each.
     pub notes: Vec<String>,
+    /// The output directory's lock: keep it until the run has written its results and
+    /// finished the journal.
+    pub lock: DirLock,
 }
 
-/// Opens the journal of a run of `header` in `dir` (made if missing).
-pub fn open(dir: &Path, mut header: Header, mode: Mode) -> Result<Opened, String> {
+/// Opens the journal of a run of `header` in `dir` (made if missing), once no other run holds
+/// `dir` ([`DirLock`]: a fresh run refuses a directory in use, `--resume` waits for it, saying
+/// so through `waiting`).
+pub fn open(
+    dir: &Path,
+    mut header: Header,
+    mode: Mode,
+    waiting: impl FnMut(&str),
+) -> Result<Opened, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let lock = DirLock::acquire(dir, matches!(mode, Mode::Resume { .. }), waiting)?;
     let path = dir.join(journal::FILE_NAME);
     let prior = journal::read(&path)?;
     let mut notes = Vec::new();
@@ -46,7 +146,11 @@ pub fn open(dir: &Path, mut header: Header, mode: Mode) -> Result<Opened, String
                 ));
             }
             let journal = Journal::start(&path, header, Vec::new())?;
-            return Ok(Opened { journal, notes });
+            return Ok(Opened {
+                journal,
+                notes,
+                lock,
+            });
         }
         Mode::Resume { keep_recorded_seed } => keep_recorded_seed,
     };
@@ -69,13 +173,21 @@ pub fn open(dir: &Path, mut header: Header, mode: Mode) -> Result<Opened, String
             ));
         }
         let journal = Journal::reopen(&path, contents)?;
-        return Ok(Opened { journal, notes });
+        return Ok(Opened {
+            journal,
+            notes,
+            lock,
+        });
     }
     let results_path = dir.join("results.json");
     if !results_path.exists() {
         notes.push(format!("nothing to resume in {}: starting", dir.display()));
         let journal = Journal::start(&path, header, Vec::new())?;
-        return Ok(Opened { journal, notes });
+        return Ok(Opened {
+            journal,
+            notes,
+            lock,
+        });
     }
     let results = Results::read(&results_path)?;
     if keep_seed {
@@ -93,7 +205,11 @@ pub fn open(dir: &Path, mut header: Header, mode: Mode) -> Result<Opened, String
         results.failures.len()
     ));
     let journal = Journal::start(&path, header, results.measurements)?;
-    Ok(Opened { journal, notes })
+    Ok(Opened {
+        journal,
+        notes,
+        lock,
+    })
 }
 
 /// Refuses to continue `recorded` (read from `path`) as `current` unless plan and build agree.
@@ -128,6 +244,12 @@ mod tests {
         dir
     }
 
+    fn open_quietly(dir: &Path, header: Header, mode: Mode) -> Result<Opened, String> {
+        open(dir, header, mode, |m| {
+            panic!("nothing else holds the directory: {m}")
+        })
+    }
+
     fn header() -> Header {
         let r = test_fixture::results(3);
         Header::new(r.environment, r.plan)
@@ -137,10 +259,10 @@ mod tests {
     fn a_fresh_run_refuses_an_unfinished_journal_and_resume_continues_it() {
         let dir = scratch("journal");
         let ms = test_fixture::results(3).measurements;
-        let mut j = open(&dir, header(), Mode::Fresh).unwrap().journal;
+        let mut j = open_quietly(&dir, header(), Mode::Fresh).unwrap().journal;
         j.append(&ms[0]).unwrap();
         drop(j);
-        let err = open(&dir, header(), Mode::Fresh).unwrap_err();
+        let err = open_quietly(&dir, header(), Mode::Fresh).unwrap_err();
         assert!(
             err.contains("1 measurement(s) of an unfinished run") && err.contains("--resume"),
             "{err}"
@@ -159,12 +281,12 @@ mod tests {
         let resume = Mode::Resume {
             keep_recorded_seed: true,
         };
-        let opened = open(&dir, other.clone(), resume).unwrap();
+        let opened = open_quietly(&dir, other.clone(), resume).unwrap();
         assert_eq!(opened.journal.header().plan.seed, header().plan.seed);
         assert_eq!(opened.journal.recorded(), &ms[..1]);
         drop(opened);
 
-        let err = open(
+        let err = open_quietly(
             &dir,
             other,
             Mode::Resume {
@@ -180,7 +302,7 @@ mod tests {
         other.plan.reps = 5;
         other.plan.shards = vec!["2/3".into()];
         other.environment.commit = None;
-        let err = open(&dir, other, resume).unwrap_err();
+        let err = open_quietly(&dir, other, resume).unwrap_err();
         for line in [
             "commit: recorded = abc123, this command = unknown",
             "reps: recorded = 3, this command = 5",
@@ -194,7 +316,7 @@ mod tests {
     #[test]
     fn resume_without_a_journal_keeps_results_json_or_starts() {
         let dir = scratch("results");
-        let opened = open(
+        let opened = open_quietly(
             &dir,
             header(),
             Mode::Resume {
@@ -209,10 +331,11 @@ mod tests {
             opened.notes
         );
         opened.journal.finish().unwrap();
+        drop(opened.lock);
 
         let results = test_fixture::results(3);
         results.write(&dir.join("results.json")).unwrap();
-        let opened = open(
+        let opened = open_quietly(
             &dir,
             header(),
             Mode::Resume {
@@ -232,7 +355,7 @@ mod tests {
         std::fs::remove_file(dir.join(journal::FILE_NAME)).unwrap();
         let mut other = header();
         other.plan.workloads.pop();
-        let err = open(
+        let err = open_quietly(
             &dir,
             other,
             Mode::Resume {
@@ -247,6 +370,58 @@ mod tests {
         assert!(
             err.contains("workloads: recorded = [churn, trace,odd|name]"),
             "{err}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// The case of issue 41: a run killed through its parent goes on; a fresh run refuses its
+    /// directory, naming it, and `--resume` waits for it and continues from what it left.
+    #[test]
+    fn one_run_at_a_time_owns_a_directory_and_resume_waits_for_it() {
+        let dir = scratch("lock");
+        let ms = test_fixture::results(3).measurements;
+        let mut running = open_quietly(&dir, header(), Mode::Fresh).unwrap();
+        running.journal.append(&ms[0]).unwrap();
+        let pid = std::process::id().to_string();
+        assert_eq!(
+            std::fs::read_to_string(dir.join(LOCK_FILE)).unwrap().trim(),
+            pid
+        );
+        let err = open(&dir, header(), Mode::Fresh, |m| panic!("{m}")).unwrap_err();
+        assert!(
+            err.contains(&format!(
+                "another alloclab compare (process {pid}) is running"
+            )),
+            "{err}"
+        );
+
+        let (told, waiting) = std::sync::mpsc::channel::<String>();
+        let resumer = {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                let resume = Mode::Resume {
+                    keep_recorded_seed: true,
+                };
+                open(&dir, header(), resume, |m| {
+                    told.send(m.to_string()).unwrap()
+                })
+                .map(|o| o.journal.recorded().len())
+            })
+        };
+        let message = waiting.recv().unwrap();
+        assert!(message.contains("waiting for it to end"), "{message}");
+        // The first run ends as a run does: results.json written, the journal removed.
+        running.journal.append(&ms[1]).unwrap();
+        let mut results = test_fixture::results(3);
+        results.measurements.truncate(2);
+        results.failures.clear();
+        results.write(&dir.join("results.json")).unwrap();
+        running.journal.finish().unwrap();
+        drop(running.lock);
+        assert_eq!(
+            resumer.join().unwrap().unwrap(),
+            2,
+            "continued from results.json"
         );
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -11,7 +11,7 @@
 //! (`journal.rs`) each measurement is recorded as it finishes, and the slots a journal already
 //! holds are not measured again.
 
-use super::child::{ChildArgs, ChildResult, Spawn};
+use super::child::{ChildArgs, ChildReport, ChildResult, Spawn};
 use super::journal::Journal;
 use super::progress::{Progress, Style};
 use super::schema::{CellKey, Failure, Measurement, Plan, Results, SCHEMA_VERSION};
@@ -78,6 +78,10 @@ pub struct RunOptions {
     pub progress: bool,
     /// Scratch directory for callgrind's files.
     pub scratch: PathBuf,
+    /// Attempts after the first at a measurement that comes back disturbed (other processes
+    /// took more than `disturbance::THRESHOLD` of the machine while it ran): the least
+    /// disturbed attempt is kept. Warm-up rounds are not measured again.
+    pub retry_disturbed: usize,
 }
 
 /// One cell of the grid.
@@ -316,9 +320,18 @@ pub fn run(
             callgrind_dir: callgrind_dir.clone(),
             timeout: opts.timeout,
         };
-        let started = std::time::Instant::now();
-        let result = spawn.run();
-        let process_wall = started.elapsed().as_secs_f64();
+        // Callgrind's counts are not disturbed by other processes; warm-up rounds are not used.
+        let retries = if warmup || opts.plan.instructions {
+            0
+        } else {
+            opts.retry_disturbed
+        };
+        let (result, process_wall) = least_disturbed(&spawn, retries, |note| {
+            progress.println(format!(
+                "{} on {} x{} (round {}): {note}",
+                cell.subject, cell.workload, cell.threads, slot.round
+            ))
+        });
         let ok = matches!(result, ChildResult::Done(_));
         match result {
             ChildResult::Done(report) => {
@@ -332,6 +345,7 @@ pub fn run(
                     order: slot.order,
                     env_pad: slot.env_pad,
                     metrics: report.metrics,
+                    disturbance: report.disturbance,
                 };
                 if let Some(j) = journal.as_deref_mut() {
                     j.append(&m)?;
@@ -357,9 +371,7 @@ pub fn run(
         progress.finished(ok);
     }
     progress.finish();
-    // One child at a time, each with at most the largest thread count of the plan busy.
-    let own_threads = opts.plan.threads.iter().copied().max().unwrap_or(1);
-    super::env::finish(&mut environment, own_threads);
+    super::env::finish(&mut environment);
     Ok(Run {
         results: Results {
             schema_version: SCHEMA_VERSION,
@@ -371,6 +383,54 @@ pub fn run(
         iteration_walls: walls,
         process_walls,
     })
+}
+
+/// Runs `spawn`, and again up to `retries` times while it comes back disturbed: the least
+/// disturbed attempt, its disturbance listing the fractions of the others (`retried`), and its
+/// process wall. A failed attempt is the result, whatever came before (a crash is a finding).
+fn least_disturbed(
+    spawn: &Spawn,
+    retries: usize,
+    mut note: impl FnMut(String),
+) -> (ChildResult, f64) {
+    let fraction = |r: &ChildReport| r.disturbance.as_ref().map_or(0.0, |d| d.fraction);
+    let mut kept: Option<(Box<ChildReport>, f64, usize)> = None;
+    let mut fractions = Vec::new();
+    for attempt in 0..=retries {
+        let started = std::time::Instant::now();
+        let result = spawn.run();
+        let wall = started.elapsed().as_secs_f64();
+        let report = match result {
+            ChildResult::Done(r) => r,
+            failed => return (failed, wall),
+        };
+        let f = fraction(&report);
+        let disturbed = report.disturbance.as_ref().is_some_and(|d| d.disturbed);
+        fractions.push(f);
+        if kept.as_ref().map_or(true, |(k, _, _)| f < fraction(k)) {
+            kept = Some((report, wall, attempt));
+        }
+        if !disturbed {
+            break;
+        }
+        if attempt < retries {
+            note(format!(
+                "disturbed (other processes took {:.1}% of the machine): measuring again ({}/{retries})",
+                f * 100.0,
+                attempt + 1
+            ));
+        }
+    }
+    let (mut report, wall, index) = kept.expect("at least one attempt");
+    if let Some(d) = report.disturbance.as_mut() {
+        d.retried = fractions
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| k != index)
+            .map(|(_, &f)| f)
+            .collect();
+    }
+    (ChildResult::Done(report), wall)
 }
 
 fn slot_key(cell: &Cell, slot: &Slot) -> CellKey {
@@ -437,6 +497,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             progress: false,
             scratch: PathBuf::from("/nonexistent"),
+            retry_disturbed: 0,
         };
         // A build without the `peers` feature has only `system` among the peers.
         let entries: Vec<SubjectEntry> = crate::peers::entries()
@@ -507,6 +568,7 @@ mod tests {
             order: slot.order,
             env_pad: slot.env_pad,
             metrics: Default::default(),
+            disturbance: None,
         };
         let recorded: Vec<Measurement> = slots.iter().take(2).map(measured).collect();
         let carried = carried_over(&cells, &slots, &recorded).unwrap();

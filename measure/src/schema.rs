@@ -68,8 +68,9 @@ pub struct Environment {
     /// `/proc/loadavg` when the run ended.
     #[serde(default)]
     pub load_after: Option<LoadAverage>,
-    /// Whether the machine was busy with other work (`env::is_noisy`): reports made from a
-    /// noisy run say so in their first line.
+    /// Files written before disturbance was measured per measurement (`Measurement::
+    /// disturbance`): whether the load average judged the machine busy. Now always false;
+    /// an older file's value is kept and its report still says so.
     #[serde(default)]
     pub noisy: bool,
 }
@@ -182,6 +183,36 @@ pub struct Measurement {
     pub env_pad: usize,
     /// The figures.
     pub metrics: Metrics,
+    /// How much of the machine other processes took while it ran (`disturbance.rs`); absent
+    /// from files written before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<Disturbance>,
+}
+
+/// What processes other than a measurement's child and the harness took of the machine while
+/// the measurement ran, from `/proc/stat`'s idle time and the child's and the harness's own
+/// usage (`disturbance.rs`, docs/MEASURING.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Disturbance {
+    /// `other_cpu_s / (elapsed_s * cpus)`: the share of the machine others took, 0 to 1.
+    pub fraction: f64,
+    /// CPU seconds neither idle nor the child's nor the harness's (never below 0).
+    pub other_cpu_s: f64,
+    /// Of those, the seconds the hypervisor gave to other guests (`steal`).
+    pub steal_s: f64,
+    /// From just before the child started to just after it exited.
+    pub elapsed_s: f64,
+    /// CPUs online (`/proc/stat`'s `cpuN` lines).
+    pub cpus: usize,
+    /// How far `other_cpu_s` may be off (`/proc/stat` counts in ticks).
+    pub resolution_s: f64,
+    /// Whether others certainly took more than the threshold (5%) of the machine:
+    /// `other_cpu_s - resolution_s > 0.05 * elapsed_s * cpus`.
+    pub disturbed: bool,
+    /// The fractions of the earlier attempts at this measurement, measured again because
+    /// they were disturbed (this one is the least disturbed of all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retried: Vec<f64>,
 }
 
 /// What one measurement measured. Times in seconds, sizes in bytes.

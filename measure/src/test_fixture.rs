@@ -76,6 +76,7 @@ pub(crate) fn results(reps: usize) -> Results {
                             memory: None,
                             probe: None,
                         },
+                        disturbance: None,
                     });
                     order += 1;
                 }

@@ -256,6 +256,7 @@ mod tests {
                 sys,
                 ..Metrics::default()
             },
+            disturbance: None,
         }
     }
 

@@ -137,6 +137,11 @@ pub struct CompareArgs {
     /// config, tcache_check, tcache_max, narenas, dirty_max, as in ALLOCLAB_CONF.
     #[arg(long, value_name = "NAME=CONF", value_parser = parse_heap_conf)]
     pub heap_conf: Vec<String>,
+    /// Measure a measurement again, up to this many times, while other processes take more
+    /// than 5% of the machine during it (the least disturbed attempt is kept; one still
+    /// disturbed is flagged, and the report's first line counts them; docs/MEASURING.md).
+    #[arg(long, default_value_t = alloclab_measure::disturbance::RETRIES)]
+    pub retry_disturbed: usize,
     /// Kill a measurement after this many seconds (recorded as a failure).
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
@@ -257,6 +262,7 @@ pub fn options(
         timeout: Duration::from_secs(args.timeout.max(1)),
         progress: !args.no_progress,
         scratch: args.out.join("callgrind"),
+        retry_disturbed: args.retry_disturbed,
     };
     if args.seed.is_none() && args.shard.is_some() {
         // Each shard's clock would give it its own schedule, and merge would refuse them.
@@ -373,7 +379,8 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
         Mode::Fresh
     };
     let header = Header::new(environment.clone(), runner::plan(&opts));
-    let mut opened = match resume::open(&args.out, header, mode) {
+    let waiting = |m: &str| eprintln!("alloclab compare: {m}");
+    let mut opened = match resume::open(&args.out, header, mode, waiting) {
         Ok(o) => o,
         Err(e) => return fail("compare", e),
     };

@@ -112,6 +112,7 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
         timeout: Duration::from_secs(600),
         progress: !args.no_progress,
         scratch: out.join("callgrind"),
+        retry_disturbed: alloclab_measure::disturbance::RETRIES,
     };
     let workloads = all_workloads();
     if let Err(e) = runner::validate(&opts, entries, &workloads) {

@@ -212,21 +212,6 @@ fn signed(value: f64, unit: &str) -> String {
     }
 }
 
-/// The report's first line: a run made on a busy machine says so there, before any figure.
-fn title(env: &Environment) -> String {
-    if env.noisy {
-        format!(
-            "# alloclab compare: report (NOISY: measured while other work loaded the machine, \
-             load {} before and {} after on {} cores; figures may be disturbed)",
-            load_text(env.load_before),
-            load_text(env.load_after),
-            env.cores
-        )
-    } else {
-        "# alloclab compare: report".into()
-    }
-}
-
 fn load_text(load: Option<LoadAverage>) -> String {
     load.map_or_else(
         || "unknown".into(),
@@ -253,7 +238,9 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
     let mut out = String::new();
     let env = &results.environment;
     let plan = &results.plan;
-    let _ = writeln!(out, "{}\n", title(env));
+    // The first line: how many measurements were disturbed, and by how much; then the
+    // summary, so that the first screen says who won.
+    let _ = writeln!(out, "{}\n", crate::disturbance::title(results));
     let summary = super::summary::markdown(analysis, &headline(results));
     if !summary.is_empty() {
         let _ = writeln!(out, "{summary}");
@@ -595,12 +582,8 @@ mod tests {
         };
         results.environment.load_before = Some(load(3.5));
         results.environment.load_after = Some(load(0.25));
-        results.environment.noisy = crate::env::is_noisy(
-            results.environment.load_before,
-            results.environment.load_after,
-            results.environment.cores,
-            1,
-        );
+        // A file written before disturbance was measured, judged by the load average.
+        results.environment.noisy = true;
         let noisy = render(&results, &analysis);
         let first = noisy.lines().next().unwrap();
         assert!(
@@ -611,6 +594,51 @@ mod tests {
         assert!(first.contains("0.25 2.00 1.00 after on 2 cores"), "{first}");
         assert_eq!(noisy.matches("NOISY").count(), 1);
         assert!(noisy.contains("| load average (1, 5, 15 min) | 3.50 2.00 1.00 before"));
+
+        // Measured disturbance speaks instead, whatever the load average said.
+        let measured = |fraction: f64, disturbed: bool| crate::schema::Disturbance {
+            fraction,
+            other_cpu_s: fraction * 2.0,
+            elapsed_s: 1.0,
+            cpus: 2,
+            resolution_s: 0.02,
+            disturbed,
+            ..Default::default()
+        };
+        for m in &mut results.measurements {
+            m.disturbance = Some(measured(0.012, false));
+        }
+        let quiet = render(&results, &analysis);
+        let first = quiet.lines().next().unwrap();
+        let n = results.measurements.iter().filter(|m| !m.warmup).count();
+        assert_eq!(
+            first,
+            format!(
+                "# alloclab compare: report (undisturbed: other processes took at most 1.2% of \
+                 the machine during any of its {n} measurements; threshold 5.0%)"
+            )
+        );
+        let measured_rounds: Vec<usize> = (0..results.measurements.len())
+            .filter(|&k| !results.measurements[k].warmup)
+            .collect();
+        results.measurements[measured_rounds[0]].disturbance = Some(crate::schema::Disturbance {
+            retried: vec![0.4, 0.35],
+            ..measured(0.30, true)
+        });
+        results.measurements[measured_rounds[1]].disturbance = Some(measured(0.10, true));
+        // A disturbed warm-up round is left out, as the statistics leave it out.
+        let warm = results.measurements.iter().position(|m| m.warmup).unwrap();
+        results.measurements[warm].disturbance = Some(measured(0.9, true));
+        let disturbed = render(&results, &analysis);
+        let first = disturbed.lines().next().unwrap();
+        assert_eq!(
+            first,
+            format!(
+                "# alloclab compare: report (DISTURBED: 2 of {n} measurements, during which \
+                 other processes took a median 20.0% of the machine (10.0% to 30.0%; threshold \
+                 5.0%; 1 measured again); their figures may be off)"
+            )
+        );
     }
 
     #[test]
