@@ -37,6 +37,21 @@ trap 'exit 143' TERM
 background_pid=""
 trap 'rc=$?; if [ -n "$background_pid" ]; then kill "$background_pid" 2>/dev/null || true; fi; step_done; summary; if [ $rc -eq 0 ]; then printf "=== all steps passed in %d s ===\n" "$SECONDS"; else printf "=== FAILED in step: %s (after %d s) ===\n" "$step_name" "$SECONDS"; fi' EXIT
 
+# Every command that can run long runs under a time limit (`limit SECONDS command...`), and
+# every test under nextest's per-test limit (.config/nextest.toml: killed after 5 minutes and
+# named), so that a hang fails the suite within minutes and says where, instead of waiting
+# for CI's own limit. The limits are ceilings, several times what each step takes.
+limit() {
+    local secs=$1
+    shift
+    local rc=0
+    timeout -k 30 "$secs" "$@" || rc=$?
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        printf '=== TIMED OUT after %d s: %s ===\n' "$secs" "$*"
+    fi
+    return "$rc"
+}
+
 step "set-up: what a fresh machine lacks"
 # The suite needs more than cargo: rustfmt and clippy, the programs liballoclab.so's tests run
 # under LD_PRELOAD (preload/tests), a C++ compiler for the peers (snmalloc), slurm and munge
@@ -64,6 +79,11 @@ if [ -n "$missing" ]; then
     # shellcheck disable=SC2086
     DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq $missing
 fi
+# cargo-nextest runs the tests, each under a time limit; a fresh machine of this kind has it,
+# any other gets it built.
+if ! cargo nextest --version >/dev/null 2>&1; then
+    limit 1200 cargo install cargo-nextest --locked
+fi
 if [ -n "$background_pid" ]; then
     if ! wait "$background_pid"; then
         cat "$cargo_fuzz_log"
@@ -77,7 +97,7 @@ fi
 
 step "format and lints"
 cargo fmt --all --check
-cargo clippy --workspace --all-targets -- -D warnings
+limit 1800 cargo clippy --workspace --all-targets -- -D warnings
 
 step "unit, integration and doc tests"
 # The preload tests run programs under the dev build of liballoclab.so. Left to them, they build
@@ -85,19 +105,22 @@ step "unit, integration and doc tests"
 # workspace's, so that the engine and the policies would be compiled a second time; built here
 # with the workspace's (and, with `--tests`, the dev-dependencies' features, as `cargo test`
 # resolves them), it shares the build of everything it links and costs one link.
-cargo build --workspace --lib --tests
+limit 1800 cargo build --workspace --lib --tests
 target_dir="${CARGO_TARGET_DIR:-target}"
 case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
 ALLOCLAB_SO="$target_dir/debug/liballoclab.so" \
     ALLOCLAB_PRODUCTION_SO="$target_dir/debug/liballoclab_production.so" \
     ALLOCLAB_DEBUG_SO="$target_dir/debug/liballoclab_debug.so" \
-    ALLOCLAB_PROBE_SO="$target_dir/debug/liballoclab_probe.so" cargo test --workspace
+    ALLOCLAB_PROBE_SO="$target_dir/debug/liballoclab_probe.so" \
+    limit 2400 cargo nextest run --workspace --no-fail-fast
+# nextest runs no doc tests: cargo's own runner does.
+limit 900 cargo test --workspace --doc
 
 step "compare on a real slurm cluster: a 3-task job array of shards, merged (papers/slurm)"
 # A single-node cluster started and stopped by the script (as root: slurmd runs jobs as their
 # user); the dev build `cargo test` made.
 if [ "$(id -u)" -eq 0 ]; then
-    ALLOCLAB="${CARGO_TARGET_DIR:-target}/debug/alloclab" papers/slurm/test-local-cluster.sh
+    ALLOCLAB="${CARGO_TARGET_DIR:-target}/debug/alloclab" limit 600 papers/slurm/test-local-cluster.sh
 else
     echo "SKIPPED: the slurm cluster test runs daemons as root (run scripts/test.sh as root)"
 fi
@@ -106,7 +129,7 @@ step "liballoclab.so: the release build under the preload tests"
 # `cargo test` above ran them on the dev build (debug assertions on); this is the library
 # `cargo build --release -p liballoclab` ships, with the production and debug builds of one
 # config beside it (preload/tests/builds.rs).
-cargo build --release -p liballoclab -p liballoclab-production -p liballoclab-debug
+limit 1800 cargo build --release -p liballoclab -p liballoclab-production -p liballoclab-debug
 # The start-up layout (preload/so/startup.order) must name this build's symbols.
 scripts/startup-order.sh --check
 # The preload test binaries `cargo test --workspace` built above, run again: `cargo test -p
@@ -125,13 +148,14 @@ for test_binary in $preload_tests; do
     echo "running $test_binary"
     (cd preload && ALLOCLAB_SO="$target_dir/release/liballoclab.so" \
         ALLOCLAB_PRODUCTION_SO="$target_dir/release/liballoclab_production.so" \
-        ALLOCLAB_DEBUG_SO="$target_dir/release/liballoclab_debug.so" "$test_binary")
+        ALLOCLAB_DEBUG_SO="$target_dir/release/liballoclab_debug.so" limit 600 "$test_binary")
 done
 
 step "liballoclab_probe.so: the release build under its tests"
 # Built as `compare --metrics` users build it; its tests time a seeded slow allocator.
-cargo build --release -p alloclab-probe-so
-ALLOCLAB_PROBE_SO="$target_dir/release/liballoclab_probe.so" cargo test -p alloclab-probe --test preload
+limit 1200 cargo build --release -p alloclab-probe-so
+ALLOCLAB_PROBE_SO="$target_dir/release/liballoclab_probe.so" \
+    limit 900 cargo nextest run -p alloclab-probe --test preload
 
 # ---- verification suite (alloclab-verify, fuzz/; VERIFY.md) ----------------------------------
 # One target directory for every cfg: cargo (since PR 14830, late 2024; measured with 1.95) names each artifact after the
@@ -144,23 +168,23 @@ ALLOCLAB_PROBE_SO="$target_dir/release/liballoclab_probe.so" cargo test -p alloc
 verify_target="${CARGO_TARGET_DIR:-target}"
 
 step "loom models (preemption bound 5; 1 for three-thread models) and the seeded bugs loom must catch (VERIFY.md)"
-RUSTFLAGS="--cfg loom --cfg alloclab_seeded" cargo test -p alloclab-verify --profile verify \
-    --target-dir "$verify_target"
+RUSTFLAGS="--cfg loom --cfg alloclab_seeded" limit 2400 cargo nextest run -p alloclab-verify \
+    --cargo-profile verify --target-dir "$verify_target" --no-fail-fast
 
 step "shuttle random walks: 8 threads over whole heaps, random and PCT schedulers (VERIFY.md)"
-RUSTFLAGS="--cfg shuttle --cfg alloclab_seeded" cargo test -p alloclab-verify --profile verify \
-    --target-dir "$verify_target" --test shuttle_walk --test shuttle_seeded
+RUSTFLAGS="--cfg shuttle --cfg alloclab_seeded" limit 1800 cargo nextest run -p alloclab-verify \
+    --cargo-profile verify --target-dir "$verify_target" --test shuttle_walk --test shuttle_seeded
 
 step "seeded engine bugs: each caught, by the check its test names"
-RUSTFLAGS="--cfg alloclab_seeded" cargo test -p alloclab-verify --profile verify \
-    --target-dir "$verify_target" --test seeded_engine
+RUSTFLAGS="--cfg alloclab_seeded" limit 1800 cargo nextest run -p alloclab-verify \
+    --cargo-profile verify --target-dir "$verify_target" --test seeded_engine
 
 step "fuzz smoke: every target briefly, from its committed seeds"
 # New inputs go to a scratch corpus, never into fuzz/seeds. FUZZ_SECONDS scales the run.
-(cd fuzz && cargo fuzz build -s none)
+(cd fuzz && limit 1800 cargo fuzz build -s none)
 for target in $(cd fuzz && cargo fuzz list); do
     scratch="$(mktemp -d)"
-    if ! (cd fuzz && cargo fuzz run -s none "$target" "$scratch" "seeds/$target" -- \
+    if ! (cd fuzz && limit 300 cargo fuzz run -s none "$target" "$scratch" "seeds/$target" -- \
         -max_total_time="${FUZZ_SECONDS:-5}" -rss_limit_mb=4096 -print_final_stats=1 \
         >"$scratch.log" 2>&1); then
         cat "$scratch.log"
@@ -177,37 +201,37 @@ case "$template_target" in /*) ;; *) template_target="$PWD/$template_target" ;; 
 (
     cd examples/policy-template
     cargo fmt --all --check
-    cargo clippy --workspace --all-targets --target-dir "$template_target" -- -D warnings
-    cargo test --workspace --target-dir "$template_target"
+    limit 1200 cargo clippy --workspace --all-targets --target-dir "$template_target" -- -D warnings
+    limit 1200 cargo test --workspace --target-dir "$template_target"
 )
 step "the policy template: a crate made from it by new-policy.sh builds, every name changed"
 scratch="$(mktemp -d)"
 examples/policy-template/new-policy.sh "$scratch/fullest-first" fullest_first
-(cd "$scratch/fullest-first" && cargo check --workspace --all-targets --target-dir "$template_target")
+(cd "$scratch/fullest-first" && limit 900 cargo check --workspace --all-targets --target-dir "$template_target")
 rm -rf "$scratch"
 step "the policy template: a finding the kit prints, pasted into a template-made crate, compiles and fails"
 # A scratch copy of the template with a bug in its policy, built into the same target directory
 # as the step above (the same features), so that only the copy's own crate is built.
-CARGO_TARGET_DIR="$template_target" scripts/pasted-finding.sh
+CARGO_TARGET_DIR="$template_target" limit 900 scripts/pasted-finding.sh
 step "the policy template: its loom test"
 (
     cd examples/policy-template
     # Built as the suite's loom step is (the same RUSTFLAGS, profile and target directory), so
     # that the crates they share are built once.
-    RUSTFLAGS="--cfg loom --cfg alloclab_seeded" cargo test --profile verify --no-default-features \
-        --test loom --target-dir "$template_target"
+    RUSTFLAGS="--cfg loom --cfg alloclab_seeded" limit 1200 cargo test --profile verify \
+        --no-default-features --test loom --target-dir "$template_target"
 )
 step "the policy template: its shuttle walks"
 (
     cd examples/policy-template
     # As the template's loom step: the suite's shuttle build, shared.
-    RUSTFLAGS="--cfg shuttle --cfg alloclab_seeded" cargo test --profile verify --no-default-features \
-        --test shuttle --target-dir "$template_target"
+    RUSTFLAGS="--cfg shuttle --cfg alloclab_seeded" limit 1200 cargo test --profile verify \
+        --no-default-features --test shuttle --target-dir "$template_target"
 )
 step "the policy template: its fuzz target"
 # The template's fuzz target, as a user runs it, sharing the build of the targets above.
 scratch="$(mktemp -d)"
-if ! (cd examples/policy-template/fuzz && cargo fuzz run -s none --target-dir "$PWD/../../../fuzz/target" \
+if ! (cd examples/policy-template/fuzz && limit 300 cargo fuzz run -s none --target-dir "$PWD/../../../fuzz/target" \
     heap_ops "$scratch" -- -max_total_time="${FUZZ_SECONDS:-5}" -rss_limit_mb=4096 \
     -print_final_stats=1 >"$scratch.log" 2>&1); then
     cat "$scratch.log"
