@@ -366,7 +366,7 @@ pub struct ProbeMetrics {
     pub overhead_ns: f64,
     /// Whether `overhead_ns` was subtracted from the figures (always, so far).
     pub subtracted: bool,
-    /// The timer's resolution (ns): the smallest step between two stamps that differ. A
+    /// The timer's resolution (ns): the median step between two stamps that differ. A
     /// latency below it cannot be told from zero. 0 in files from before it was recorded.
     #[serde(default)]
     pub resolution_ns: f64,

@@ -146,12 +146,16 @@ pub fn overhead_ticks() -> u64 {
     d[N / 2]
 }
 
-/// The timer's resolution, in ticks: the smallest step between two stamps that differ, over
-/// 101 tries (each reads until the stamp moves). Below it an interval cannot be told from zero,
-/// so a latency the probe reports under it (after its cost is subtracted) is only "< r".
+/// The timer's resolution, in ticks: the median step between two stamps that differ, over 101
+/// tries (each reads until the stamp moves). That is the smallest interval the probe can tell
+/// from zero in practice: a coarse clock's tick, or a fine one's read time (a virtual machine's
+/// counter sometimes steps by one tick, so the smallest step would claim too much). A latency
+/// the probe reports under it (after its cost is subtracted) is only "at most r".
 pub fn resolution_ticks() -> u64 {
-    let mut best = u64::MAX;
-    for _ in 0..101 {
+    const N: usize = 101;
+    let mut steps = [0u64; N];
+    let mut seen = 0;
+    for _ in 0..N {
         let t0 = now();
         let mut t1 = now();
         let mut spins = 0u32;
@@ -160,14 +164,16 @@ pub fn resolution_ticks() -> u64 {
             spins += 1;
         }
         if t1 > t0 {
-            best = best.min(t1 - t0);
+            steps[seen] = t1 - t0;
+            seen += 1;
         }
     }
-    if best == u64::MAX {
-        1
-    } else {
-        best
+    if seen == 0 {
+        return 1;
     }
+    let steps = &mut steps[..seen];
+    steps.sort_unstable();
+    steps[seen / 2].max(1)
 }
 
 #[cfg(test)]

@@ -46,13 +46,13 @@ fn probe_note(out: &mut String, results: &Results) {
             " The timer's resolution was not recorded (a run from before it was).".to_string()
         }
         (lo, hi) if lo == hi => format!(
-            " The timer's resolution (its smallest step) was {}: a percentile at or below it \
+            " The timer's resolution (its typical step) was {}: a percentile at or below it \
              reads `≤ {}` and is not compared by ratio.",
             format_value(hi, "ns"),
             format_value(hi, "ns")
         ),
         (lo, hi) => format!(
-            " The timer's resolution (its smallest step) was {} to {}: a percentile at or \
+            " The timer's resolution (its typical step) was {} to {}: a percentile at or \
              below it reads `≤` it and is not compared by ratio.",
             format_value(lo, "ns"),
             format_value(hi, "ns")
