@@ -3,6 +3,8 @@
 
 use super::compare::{all_workloads, write_outputs};
 use crate::papers;
+use alloclab_measure::journal::{self, Header};
+use alloclab_measure::resume::{self, Mode};
 use alloclab_measure::schema::{Plan, Results};
 use alloclab_measure::subjects::SubjectEntry;
 use alloclab_measure::{analysis, env, peers, programs, runner};
@@ -13,7 +15,10 @@ use std::time::Duration;
 /// Options of `alloclab paper`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PaperArgs {
-    /// The study (without one, the studies are listed: `alloclab paper`).
+    /// The study (without one, the studies are listed: `alloclab paper`); `all`: every study
+    /// in turn into papers/<study>/report (quick-report with --quick), skipping those this
+    /// build already made, resuming an interrupted one, and refusing a full run from a binary
+    /// built on a dirty tree.
     pub study: Option<String>,
     /// The CI-sized grid (fewer workloads, threads and rounds).
     #[arg(long)]
@@ -42,7 +47,9 @@ pub struct PaperArgs {
 
 /// The studies of the registry, one line each: name, title, and where it lives.
 pub fn list() -> String {
-    let mut text = String::from("studies (alloclab paper <study> [--quick]):\n");
+    let mut text = String::from(
+        "studies (alloclab paper <study> [--quick]; `alloclab paper all` makes every one):\n",
+    );
     for s in papers::all() {
         text.push_str(&format!(
             "  {:<18} {}  (papers/{}/)\n",
@@ -63,6 +70,9 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
         print!("{}", list());
         return ExitCode::SUCCESS;
     };
+    if name == "all" {
+        return all(entries, args);
+    }
     let Some(study) = papers::find(name) else {
         let names: Vec<&str> = papers::all().iter().map(|s| s.name).collect();
         return fail(format!(
@@ -73,22 +83,35 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
     if let Some(dir) = &args.redraw {
         return redraw(&study, dir, args.latex);
     }
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("paper-out").join(study.name));
+    match run(entries, &study, args, &out) {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(n) => fail(format!("{n} measurement(s) failed (listed in report.md)")),
+        Err(e) => fail(e),
+    }
+}
+
+/// One study's run (both passes, when it counts instructions) into `out`: the number of
+/// failed measurements.
+fn run(
+    entries: &[SubjectEntry],
+    study: &papers::Study,
+    args: &PaperArgs,
+    out: &Path,
+) -> Result<usize, String> {
     let grid = if args.quick {
         &study.quick
     } else {
         &study.full
     };
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("paper-out").join(study.name));
     if let Some(make) = study.programs {
-        return program_study(&study, make, grid, &out, args);
+        return program_study(study, make, grid, out, args);
     }
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => return fail(format!("cannot find the running binary: {e}")),
-    };
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the running binary: {e}"))?;
     let opts = runner::RunOptions {
         plan: Plan {
             subjects: study.subjects.iter().map(|s| s.to_string()).collect(),
@@ -103,7 +126,7 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
             instructions: false,
             shards: Vec::new(),
             heap_confs: Vec::new(),
-            metrics: probe_metrics(&study),
+            metrics: probe_metrics(study),
             margins: Vec::new(),
         },
         shard: None,
@@ -115,14 +138,8 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
         retry_disturbed: alloclab_measure::disturbance::RETRIES,
     };
     let workloads = all_workloads();
-    if let Err(e) = runner::validate(&opts, entries, &workloads) {
-        return fail(e);
-    }
-    let mut failed = 0;
-    match pass(&study, &opts, &workloads, &out, args.latex, study.metrics) {
-        Ok(n) => failed += n,
-        Err(e) => return fail(e),
-    }
+    runner::validate(&opts, entries, &workloads)?;
+    let mut failed = pass(study, &opts, &workloads, out, args, study.metrics)?;
     if let Some(counted) = &study.instructions {
         // Callgrind's counts need no warm-up round; callgrind runs one thread at a time, so
         // the pass has its own thread counts (more only where threads change the work).
@@ -146,19 +163,128 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
             scratch: dir.join("callgrind"),
             ..opts
         };
-        if let Err(e) = runner::validate(&opts, entries, &workloads) {
-            return fail(e);
-        }
-        match pass(&study, &opts, &workloads, &dir, args.latex, counted.metrics) {
-            Ok(n) => failed += n,
-            Err(e) => return fail(e),
-        }
+        runner::validate(&opts, entries, &workloads)?;
+        failed += pass(study, &opts, &workloads, &dir, args, counted.metrics)?;
         // Each child's callgrind file is read and removed; the emptied directory goes too.
         let _ = std::fs::remove_dir(dir.join("callgrind"));
     }
+    Ok(failed)
+}
+
+/// Where `paper all` publishes a study: its folder's `report/` (full) or `quick-report/`, or
+/// `--out DIR/<study>`.
+fn published_dir(study: &papers::Study, args: &PaperArgs) -> Result<PathBuf, String> {
+    if let Some(o) = &args.out {
+        return Ok(o.join(study.name));
+    }
+    let folder = Path::new("papers").join(study.name);
+    if !folder.is_dir() {
+        return Err(format!(
+            "{} is not here: run `paper all` from the repository's root, or give --out",
+            folder.display()
+        ));
+    }
+    Ok(folder.join(if args.quick { "quick-report" } else { "report" }))
+}
+
+/// Whether `dir` already holds a complete run of this build: made at this binary's commit from
+/// a clean tree, nothing failed (and, for a study that counts instructions, the same of its
+/// instructions pass). `Err`: not up to date, and why.
+fn up_to_date(
+    study: &papers::Study,
+    dir: &Path,
+    build: &alloclab_measure::schema::BuildInfo,
+) -> Result<(), String> {
+    let mut dirs = vec![dir.to_path_buf()];
+    if study.instructions.is_some() {
+        dirs.push(dir.join("instructions"));
+    }
+    for d in dirs {
+        if d.join(journal::FILE_NAME).is_file() {
+            return Err("an interrupted run's journal is there: resuming it".into());
+        }
+        let r = Results::read(&d.join("results.json"))
+            .map_err(|_| format!("no results in {}", d.display()))?;
+        let made = &r.environment.build;
+        if made.commit != build.commit || made.dirty != Some(false) {
+            return Err(format!(
+                "{} was made at {}{}",
+                d.display(),
+                made.commit.as_deref().unwrap_or("an unknown commit"),
+                if made.dirty == Some(false) {
+                    ""
+                } else {
+                    " (not a clean tree)"
+                }
+            ));
+        }
+        if !r.failures.is_empty() {
+            return Err(format!(
+                "{} has {} failure(s)",
+                d.display(),
+                r.failures.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `paper all`: every study in turn, each into its folder (`published_dir`);
+/// a study already made by this build is skipped, an interrupted one resumed. A full run
+/// publishes, so it needs a binary built from a clean tree; `--quick` takes any.
+fn all(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
+    if args.redraw.is_some() {
+        return fail("--redraw takes one study's directory, not `all`");
+    }
+    let build = env::build_info();
+    if !args.quick && build.dirty != Some(false) {
+        return fail(format!(
+            "this binary was built from {} tree ({}): a full run is published, so build it \
+             from a clean tree (commit or stash first), or use --quick",
+            if build.dirty == Some(true) {
+                "a dirty"
+            } else {
+                "an unknown"
+            },
+            build.commit.as_deref().unwrap_or("unknown commit")
+        ));
+    }
+    let mut times = Vec::new();
+    let mut failed = 0;
+    for study in papers::all() {
+        let dir = match published_dir(&study, args) {
+            Ok(d) => d,
+            Err(e) => return fail(e),
+        };
+        match up_to_date(&study, &dir, &build) {
+            Ok(()) => {
+                eprintln!(
+                    "alloclab paper all: {}: up to date in {} (this build, clean tree)",
+                    study.name,
+                    dir.display()
+                );
+                times.push((study.name, None));
+                continue;
+            }
+            Err(why) => eprintln!("alloclab paper all: {}: running ({why})", study.name),
+        }
+        let started = std::time::Instant::now();
+        match run(entries, &study, args, &dir) {
+            Ok(n) => failed += n,
+            Err(e) => return fail(format!("{}: {e}", study.name)),
+        }
+        times.push((study.name, Some(started.elapsed().as_secs_f64())));
+    }
+    eprintln!("alloclab paper all: time per study");
+    for (name, secs) in times {
+        match secs {
+            Some(s) => eprintln!("  {name:<20} {:>8.0} s", s),
+            None => eprintln!("  {name:<20}  skipped (up to date)"),
+        }
+    }
     if failed > 0 {
         return fail(format!(
-            "{failed} measurement(s) failed (listed in report.md)"
+            "{failed} measurement(s) failed (listed in the studies' report.md)"
         ));
     }
     ExitCode::SUCCESS
@@ -207,18 +333,37 @@ fn probe_metrics(study: &papers::Study) -> Vec<String> {
 }
 
 /// One compare run of `study` with `opts`: results and reports in `out`, and `questions.md`
-/// answered on `metrics` (also printed). Returns the number of failed measurements.
+/// answered on `metrics` (also printed). Returns the number of failed measurements. The run
+/// keeps a journal in `out`, so that a killed run is continued by running it again (with the
+/// seed it recorded, unless `--seed` says otherwise).
 fn pass(
     study: &papers::Study,
     opts: &runner::RunOptions,
     workloads: &[Box<dyn alloclab_measure::workloads::Workload>],
     out: &Path,
-    latex: bool,
+    args: &PaperArgs,
     metrics: &[&'static str],
 ) -> Result<usize, String> {
     let environment = env::capture(std::env::args().collect(), peers::versions());
-    let run = runner::run(opts, workloads, environment, None)?;
-    publish(study, &run.results, out, latex, metrics)
+    let header = Header::new(environment.clone(), runner::plan(opts));
+    let mode = if out.join(journal::FILE_NAME).is_file() {
+        Mode::Resume {
+            keep_recorded_seed: args.seed.is_none(),
+        }
+    } else {
+        Mode::Fresh
+    };
+    let waiting = |m: &str| eprintln!("alloclab paper: {m}");
+    let mut opened = resume::open(out, header, mode, waiting)?;
+    for note in &opened.notes {
+        eprintln!("alloclab paper: {}: {note}", study.name);
+    }
+    let mut opts = opts.clone();
+    opts.plan.seed = opened.journal.header().plan.seed;
+    let run = runner::run(&opts, workloads, environment, Some(&mut opened.journal))?;
+    let failed = publish(study, &run.results, out, args.latex, metrics)?;
+    opened.journal.finish()?;
+    Ok(failed)
 }
 
 /// Writes `results`' reports and `questions.md` (answered on `metrics`, also printed) to
@@ -247,7 +392,7 @@ fn program_study(
     grid: &papers::Grid,
     out: &Path,
     args: &PaperArgs,
-) -> ExitCode {
+) -> Result<usize, String> {
     let scratch =
         std::env::temp_dir().join(format!("alloclab-{}-{}", study.name, std::process::id()));
     let opts = programs::ProgramOptions {
@@ -264,13 +409,63 @@ fn program_study(
     let ran = make(&scratch)
         .and_then(|(programs, preloads)| programs::run_with(&programs, preloads, opts));
     let _ = std::fs::remove_dir_all(&scratch);
-    let results = match ran {
-        Ok(r) => r,
-        Err(e) => return fail(e),
-    };
-    match publish(study, &results, out, args.latex, study.metrics) {
-        Ok(0) => ExitCode::SUCCESS,
-        Ok(n) => fail(format!("{n} measurement(s) failed (listed in report.md)")),
-        Err(e) => fail(e),
+    let results = ran?;
+    publish(study, &results, out, args.latex, study.metrics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloclab_measure::schema::{BuildInfo, Environment, SCHEMA_VERSION};
+
+    fn made_at(dir: &Path, commit: &str, dirty: bool) {
+        std::fs::create_dir_all(dir).unwrap();
+        let results = Results {
+            schema_version: SCHEMA_VERSION,
+            environment: Environment {
+                build: BuildInfo {
+                    commit: Some(commit.into()),
+                    dirty: Some(dirty),
+                    rustc: None,
+                },
+                ..Environment::default()
+            },
+            plan: Plan::default(),
+            measurements: vec![],
+            failures: vec![],
+        };
+        results.write(&dir.join("results.json")).unwrap();
+    }
+
+    #[test]
+    fn a_study_made_by_this_clean_build_is_up_to_date_and_nothing_else_is() {
+        let study = papers::find("run-reuse-order").unwrap();
+        assert!(study.instructions.is_none());
+        let dir = std::env::temp_dir().join(format!("alloclab-uptodate-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let build = BuildInfo {
+            commit: Some("abc".into()),
+            dirty: Some(false),
+            rustc: None,
+        };
+        assert!(up_to_date(&study, &dir, &build)
+            .unwrap_err()
+            .contains("no results"));
+        made_at(&dir, "abc", false);
+        assert_eq!(up_to_date(&study, &dir, &build), Ok(()));
+        made_at(&dir, "abc", true);
+        assert!(up_to_date(&study, &dir, &build)
+            .unwrap_err()
+            .contains("not a clean tree"));
+        made_at(&dir, "old", false);
+        assert!(up_to_date(&study, &dir, &build)
+            .unwrap_err()
+            .contains("made at old"));
+        made_at(&dir, "abc", false);
+        std::fs::write(dir.join(journal::FILE_NAME), "").unwrap();
+        assert!(up_to_date(&study, &dir, &build)
+            .unwrap_err()
+            .contains("journal"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
