@@ -26,7 +26,7 @@ mod sampling;
 #[path = "../thread-arenas/study.rs"]
 mod thread_arenas;
 
-pub use questions::answer;
+pub use questions::{answer, readme_block, with_block};
 
 use alloclab_measure::programs::{Preload, Program};
 use alloclab_measure::subjects::SubjectEntry;
@@ -208,6 +208,29 @@ mod tests {
                 root.join(name).join("README.md").exists(),
                 "papers/{name}/README.md"
             );
+        }
+    }
+
+    /// Every README's generated block is what its committed results give: editing a number in
+    /// it, or committing new results without `alloclab paper <study> --render-readme`, fails.
+    #[test]
+    fn every_readme_block_is_rendered_from_the_committed_results() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for study in all() {
+            let folder = root.join(study.name);
+            let readme = std::fs::read_to_string(folder.join("README.md")).unwrap();
+            let Some(block) = readme_block(&study, &folder).unwrap() else {
+                assert!(!readme.contains(questions::BEGIN), "{}", study.name);
+                continue;
+            };
+            assert!(
+                readme.contains(&block),
+                "papers/{}/README.md: its generated block differs from what its results give; \
+                 run `alloclab paper {} --render-readme`",
+                study.name,
+                study.name
+            );
+            assert_eq!(with_block(&readme, &block), readme, "{}", study.name);
         }
     }
 

@@ -43,6 +43,11 @@ pub struct PaperArgs {
     /// with this build's analysis, e.g. `--redraw papers/<study>/report`.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["quick", "out", "reps", "seed"])]
     pub redraw: Option<PathBuf>,
+    /// Measure nothing: rewrite the generated block of papers/<study>/README.md (every
+    /// question's verdict) from the committed results (report/, else quick-report/); run from
+    /// the repository's root. A test fails when a README's block and its results disagree.
+    #[arg(long, conflicts_with_all = ["quick", "out", "reps", "seed", "redraw"])]
+    pub render_readme: bool,
 }
 
 /// The studies of the registry, one line each: name, title, and where it lives.
@@ -82,6 +87,9 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
     };
     if let Some(dir) = &args.redraw {
         return redraw(&study, dir, args.latex);
+    }
+    if args.render_readme {
+        return render_readme(&study);
     }
     let out = args
         .out
@@ -286,6 +294,35 @@ fn all(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
         return fail(format!(
             "{failed} measurement(s) failed (listed in the studies' report.md)"
         ));
+    }
+    ExitCode::SUCCESS
+}
+
+/// `--render-readme`: papers/<study>/README.md's generated block from its committed results.
+fn render_readme(study: &papers::Study) -> ExitCode {
+    let folder = Path::new("papers").join(study.name);
+    let path = folder.join("README.md");
+    let readme = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            return fail(format!(
+                "{}: {e} (run from the repository's root)",
+                path.display()
+            ))
+        }
+    };
+    let block = match papers::readme_block(study, &folder) {
+        Ok(Some(b)) => b,
+        Ok(None) => return fail(format!("{}: no committed results", folder.display())),
+        Err(e) => return fail(e),
+    };
+    let new = papers::with_block(&readme, &block);
+    if new == readme {
+        eprintln!("{}: up to date", path.display());
+    } else if let Err(e) = std::fs::write(&path, new) {
+        return fail(format!("{}: {e}", path.display()));
+    } else {
+        eprintln!("wrote {}", path.display());
     }
     ExitCode::SUCCESS
 }
