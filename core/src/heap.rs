@@ -236,10 +236,7 @@ impl<C: Config> Heap<C> {
                 ptr::addr_of_mut!((*shared).fields).write(SharedFields {
                     map,
                     base: Base::new(),
-                    huge: Huge::new(
-                        self.options.purge_policy(),
-                        self.options.huge_cache_bytes,
-                    ),
+                    huge: Huge::new(self.options.purge_policy(), self.options.huge_cache_bytes),
                     pool: ArenaPool::new(&self.options, heap_id),
                     caches: CachePool::new::<C::Front>(&self.options, heap_id),
                     choice: C::Arenas::init(&self.options),

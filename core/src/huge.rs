@@ -274,9 +274,8 @@ impl Huge {
     fn cache_put(&self, addr: usize, bytes: usize) {
         let now = self.now();
         let mut out = Evicted::new();
-        let keep = self.cache_max != 0
-            && bytes <= self.cache_max
-            && self.purge.huge_ttl_ns() != Some(0);
+        let keep =
+            self.cache_max != 0 && bytes <= self.cache_max && self.purge.huge_ttl_ns() != Some(0);
         self.with_cache(|c| {
             self.expire(c, now, &mut out);
             if !keep {
@@ -363,9 +362,8 @@ impl Huge {
                 let dest = os::map_aligned(bytes, align);
                 Self::bump(&self.maps);
                 // SAFETY: both ranges are ours; the reservation at `dest` is replaced.
-                let moved = dest.filter(|d| unsafe {
-                    os::remap_to(addr as *mut u8, have, d.as_ptr(), bytes)
-                });
+                let moved = dest
+                    .filter(|d| unsafe { os::remap_to(addr as *mut u8, have, d.as_ptr(), bytes) });
                 match moved {
                     Some(d) => (d.as_ptr() as usize, bytes, have),
                     None => {
@@ -509,7 +507,9 @@ impl Huge {
                 bytes += e.bytes;
             }
             if c.n > HUGE_CACHE_SLOTS || (c.n > 0 && bytes > self.cache_max) {
-                return Err(Violation::new(ViolationKind::Huge("cache beyond its bound")));
+                return Err(Violation::new(ViolationKind::Huge(
+                    "cache beyond its bound",
+                )));
             }
             expect_eq("huge cached bytes", bytes, c.bytes)
         })

@@ -306,7 +306,13 @@ mod tests {
         assert_eq!(Purge::parse(b"decay"), Some(Purge::Decay(DEFAULT_DECAY_MS)));
         assert_eq!(Purge::parse(b"decay:250"), Some(Purge::Decay(250)));
         assert_eq!(Purge::parse(b"decay:0"), Some(Purge::Decay(0)));
-        for bad in [&b"decay:"[..], b"decay:x", b"decay:3600001", b"decay:99999999", b"off"] {
+        for bad in [
+            &b"decay:"[..],
+            b"decay:x",
+            b"decay:3600001",
+            b"decay:99999999",
+            b"off",
+        ] {
             assert_eq!(Purge::parse(bad), None, "{bad:?}");
         }
         assert_eq!(Purge::Decay(250).to_string(), "decay:250");

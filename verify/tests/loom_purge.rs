@@ -130,7 +130,11 @@ fn racing_huge_frees_and_allocations_share_the_cache() {
         assert_eq!(st.huge_live, 2, "{st:?}");
         // Nothing is unmapped (the cache holds 8): every mapping made is live or cached.
         assert_eq!(st.huge_unmaps, 0, "{st:?}");
-        assert_eq!(st.huge_live + st.huge_cached, st.huge_maps as usize, "{st:?}");
+        assert_eq!(
+            st.huge_live + st.huge_cached,
+            st.huge_maps as usize,
+            "{st:?}"
+        );
         assert_eq!(st.huge_cache_hits + st.huge_maps, 4, "{st:?}");
         heap.purge();
         let st = heap.stats();

@@ -141,7 +141,11 @@ fn a_freed_huge_block_is_reused_at_the_same_address() {
     // SAFETY: live, freed once.
     unsafe { h.free(a) };
     let st = h.stats();
-    assert_eq!((st.huge_cached, st.huge_cached_bytes), (1, 4 * MIB), "{st:?}");
+    assert_eq!(
+        (st.huge_cached, st.huge_cached_bytes),
+        (1, 4 * MIB),
+        "{st:?}"
+    );
     h.check_invariants().unwrap();
     let b = h.malloc(4 * MIB);
     assert_eq!(a, b, "the cached mapping serves the same size");
@@ -205,7 +209,11 @@ fn the_huge_cache_keeps_to_its_bounds() {
     let big = h.malloc(16 * MIB);
     free_all(&h, v);
     let st = h.stats();
-    assert_eq!((st.huge_cached, st.huge_cached_bytes), (2, 8 * MIB), "{st:?}");
+    assert_eq!(
+        (st.huge_cached, st.huge_cached_bytes),
+        (2, 8 * MIB),
+        "{st:?}"
+    );
     assert_eq!(st.huge_unmaps, 1, "{st:?}");
     // SAFETY: live, freed once.
     unsafe { h.free(big) };
@@ -218,7 +226,11 @@ fn the_huge_cache_keeps_to_its_bounds() {
     let v: Vec<_> = (0..12).map(|_| h.malloc(2 * MIB)).collect();
     free_all(&h, v);
     let st = h.stats();
-    assert_eq!(st.huge_cached, alloclab_core::purge::HUGE_CACHE_SLOTS, "{st:?}");
+    assert_eq!(
+        st.huge_cached,
+        alloclab_core::purge::HUGE_CACHE_SLOTS,
+        "{st:?}"
+    );
     assert_eq!(st.huge_unmaps, 4, "{st:?}");
     h.check_invariants().unwrap();
 
@@ -245,7 +257,11 @@ fn a_decay_gives_cached_huge_mappings_back_after_its_delay() {
     // The next huge activity finds it expired: unmapped, not reused.
     let b = h.malloc(2 * MIB);
     let st = h.stats();
-    assert_eq!((st.huge_cached, st.huge_cache_hits, st.huge_unmaps), (0, 0, 1), "{st:?}");
+    assert_eq!(
+        (st.huge_cached, st.huge_cache_hits, st.huge_unmaps),
+        (0, 0, 1),
+        "{st:?}"
+    );
     // SAFETY: live, freed once.
     unsafe { h.free(b) };
     // Within the delay it is reused.
@@ -270,7 +286,10 @@ fn calloc_from_a_reused_huge_block_reads_zero() {
         // SAFETY: `second` bytes are ours.
         let s = unsafe { core::slice::from_raw_parts(b, second) };
         if let Some(i) = s.iter().position(|&x| x != 0) {
-            panic!("byte {i} of a calloc({second}) after a free({first}) is {:#x}", s[i]);
+            panic!(
+                "byte {i} of a calloc({second}) after a free({first}) is {:#x}",
+                s[i]
+            );
         }
         // SAFETY: live, freed once.
         unsafe { h.free(b) };
@@ -284,7 +303,9 @@ fn a_huge_realloc_keeps_its_contents() {
     let fill = |p: *mut u8, n: usize| {
         // SAFETY: the caller passes `n` live bytes.
         let s = unsafe { core::slice::from_raw_parts_mut(p, n) };
-        s.iter_mut().enumerate().for_each(|(i, b)| *b = (i / 4093) as u8);
+        s.iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = (i / 4093) as u8);
     };
     let check = |p: *const u8, n: usize| {
         // SAFETY: as above.
@@ -300,7 +321,10 @@ fn a_huge_realloc_keeps_its_contents() {
     assert!(!b.is_null());
     let after = h.stats().syscalls;
     check(b, 4 * MIB);
-    assert!(after.mremap > before.mremap, "grown with mremap: {before:?} {after:?}");
+    assert!(
+        after.mremap > before.mremap,
+        "grown with mremap: {before:?} {after:?}"
+    );
     fill(b, 24 * MIB);
     // SAFETY: `b` is live.
     let c = unsafe { h.realloc_c(b, 2 * MIB) };
