@@ -228,6 +228,18 @@ mod tests {
         assert_eq!(c.options.tcache_max_bytes, 4096);
         assert_eq!(c.options.dirty_max_pages, 0);
         assert_eq!(c.options.tcache_check, TcacheCheck::Full);
+        assert_eq!(
+            c.options.purge_policy(),
+            Purge::Threshold,
+            "dirty_max sets a threshold"
+        );
+        let c: HeapConf = "decay=config:lifo-tcache,purge:decay:250,huge_cache:0"
+            .parse()
+            .unwrap();
+        assert_eq!(c.options.purge, Some(Purge::Decay(250)));
+        assert_eq!(c.options.huge_cache_bytes, 0);
+        let c: HeapConf = "t=config:lifo,purge:threshold".parse().unwrap();
+        assert_eq!(c.options.purge_policy(), Purge::Threshold);
     }
 
     #[test]
@@ -246,6 +258,8 @@ mod tests {
             ("x=config:lifo,narenas:-1", "decimal number"),
             ("x=config:lifo,narenas:+4", "decimal number"),
             ("x=config:lifo,dirty_max:", "decimal number"),
+            ("x=config:lifo,purge:never", "threshold, decay or decay:MS"),
+            ("x=config:lifo,huge_cache:lots", "decimal number"),
             ("x=config:lifo,poison:all", "--preload-conf"),
         ] {
             let e = text.parse::<HeapConf>().unwrap_err();

@@ -796,6 +796,30 @@ mod tests {
     }
 
     #[test]
+    fn purge_and_huge_cache_reach_the_heap_options() {
+        let set = |c: &mut Conf, k: &[u8], v: &[u8]| (find(k).unwrap().set)(c, v);
+        let d = Conf::defaults().selection().options;
+        assert_eq!((d.purge, d.purge_policy()), (None, Purge::DEFAULT));
+        assert_eq!(
+            d.huge_cache_bytes,
+            alloclab_core::purge::DEFAULT_HUGE_CACHE_BYTES
+        );
+        let mut c = Conf::defaults();
+        set(&mut c, b"dirty_max", b"64").unwrap();
+        assert_eq!(c.selection().options.purge_policy(), Purge::Threshold);
+        set(&mut c, b"purge", b"decay:20").unwrap();
+        set(&mut c, b"huge_cache", b"0").unwrap();
+        let o = c.selection().options;
+        assert_eq!(
+            (o.purge_policy(), o.huge_cache_bytes),
+            (Purge::Decay(20), 0)
+        );
+        assert!(set(&mut c, b"purge", b"decay:soon").is_err());
+        set(&mut c, b"purge", b"default").unwrap();
+        assert_eq!(c.selection().options.purge_policy(), Purge::Threshold);
+    }
+
+    #[test]
     fn log_paths_are_checked() {
         let set = |v: &[u8]| {
             let mut c = Conf::defaults();
