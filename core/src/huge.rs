@@ -361,6 +361,9 @@ impl Huge {
             } else {
                 let dest = os::map_aligned(bytes, align);
                 Self::bump(&self.maps);
+                if dest.is_some() {
+                    Self::bump(&self.remaps);
+                }
                 // SAFETY: both ranges are ours; the reservation at `dest` is replaced.
                 let moved = dest
                     .filter(|d| unsafe { os::remap_to(addr as *mut u8, have, d.as_ptr(), bytes) });
