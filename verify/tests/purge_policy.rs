@@ -188,7 +188,10 @@ fn a_much_larger_cached_mapping_is_trimmed_and_a_smaller_one_grown() {
     let c = h.malloc(8 * MIB);
     assert!(!c.is_null());
     let st = h.stats();
-    assert_eq!((st.huge_cache_hits, st.huge_remaps), (2, 1), "{st:?}");
+    // Grown where it is, or moved (one more mapping and `mremap`) if the space after it is
+    // taken: either way without a copy.
+    assert_eq!(st.huge_cache_hits, 2, "{st:?}");
+    assert!((1..=2).contains(&st.huge_remaps), "{st:?}");
     // SAFETY: 8 MiB are ours.
     unsafe { c.write_bytes(1, 8 * MIB) };
     h.check_invariants().unwrap();
