@@ -515,12 +515,17 @@ impl<C: Config> Heap<C> {
                     None => ptr::null_mut(),
                 }
             }
-            Some(SizeClass::Large(pages)) => match self.choose_arena(s, size) {
-                Some(a) => {
-                    a.with(|inner| inner.alloc_large(pages, align, zero, a, a.index(), &s.map))
+            Some(SizeClass::Large(pages)) => {
+                // Page-level activity: cached huge mappings past the purge policy's delay go
+                // back even if no huge block is allocated or freed again.
+                s.huge.tick();
+                match self.choose_arena(s, size) {
+                    Some(a) => {
+                        a.with(|inner| inner.alloc_large(pages, align, zero, a, a.index(), &s.map))
+                    }
+                    None => ptr::null_mut(),
                 }
-                None => ptr::null_mut(),
-            },
+            }
             Some(SizeClass::Huge(bytes)) => s.huge.alloc(bytes, align, zero, &s.base, &s.map),
             None => ptr::null_mut(),
         }

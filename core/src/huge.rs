@@ -21,8 +21,8 @@
 //! Its pages are resident already: no page faults, at most one system call. A reused mapping
 //! is not zero: a zeroed allocation clears the bytes it reuses. The heap's purge policy says
 //! how long a mapping may wait (`PurgePolicy::huge_ttl_ns`): expired ones, and the oldest
-//! beyond the bound, are unmapped by the next huge allocation or free, after the cache's lock
-//! is released. `Heap::purge` empties the cache. A cached mapping is in no page map entry and
+//! beyond the bound, are unmapped by the next huge allocation or free (or large allocation:
+//! `tick`), after the cache's lock is released. `Heap::purge` empties the cache. A cached mapping is in no page map entry and
 //! no record: a pointer into it is not ours.
 
 use crate::base::Base;
@@ -136,6 +136,10 @@ pub(crate) struct Huge {
     unmaps: AtomicU64,
     remaps: AtomicU64,
     hits: AtomicU64,
+    /// When the oldest cached mapping expires (`os::monotonic_ns`), `u64::MAX` if none does:
+    /// written under the cache's lock, read without it by `tick` (a stale value costs an early
+    /// look or a late unmap, nothing else).
+    deadline: AtomicU64,
 }
 
 // SAFETY: `cache` is reached only with `cache_lock` held; the rest is `Sync` on its own.
@@ -178,14 +182,35 @@ impl Huge {
                 unmaps: AtomicU64::new(0),
                 remaps: AtomicU64::new(0),
                 hits: AtomicU64::new(0),
+                deadline: AtomicU64::new(u64::MAX),
             }
         }
     }
 
     fn with_cache<R>(&self, f: impl FnOnce(&mut CacheInner) -> R) -> R {
         let _g = self.cache_lock.guard();
-        // SAFETY: the lock is held for the whole closure.
-        self.cache.with_mut(|p| f(unsafe { &mut *p }))
+        self.cache.with_mut(|p| {
+            // SAFETY: the lock is held for the whole closure.
+            let c = unsafe { &mut *p };
+            let r = f(c);
+            let deadline = match self.purge.huge_ttl_ns() {
+                Some(ttl) if c.n > 0 => c.entries[0].freed_ns.saturating_add(ttl),
+                _ => u64::MAX,
+            };
+            self.deadline.store(deadline, Ordering::Relaxed);
+            r
+        })
+    }
+
+    /// On page-level activity (a large allocation): unmaps the cached mappings past the purge
+    /// policy's delay, if the oldest is (one relaxed load otherwise, and a clock read while a
+    /// mapping waits).
+    #[inline]
+    pub fn tick(&self) {
+        let d = self.deadline.load(Ordering::Relaxed);
+        if d != u64::MAX && os::monotonic_ns() >= d {
+            self.purge_cache(false);
+        }
     }
 
     fn bump(c: &AtomicU64) {

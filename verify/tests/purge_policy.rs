@@ -275,6 +275,22 @@ fn a_decay_gives_cached_huge_mappings_back_after_its_delay() {
 }
 
 #[test]
+fn a_large_allocation_also_gives_expired_huge_mappings_back() {
+    let h = heap(Purge::Decay(50));
+    let a = h.malloc(4 * MIB);
+    // SAFETY: live, freed once.
+    unsafe { h.free(a) };
+    let small = h.malloc(64 << 10);
+    assert_eq!(h.stats().huge_cached, 1, "not before the delay");
+    std::thread::sleep(Duration::from_millis(150));
+    let large = h.malloc(64 << 10);
+    let st = h.stats();
+    assert_eq!((st.huge_cached, st.huge_unmaps), (0, 1), "{st:?}");
+    free_all(&h, vec![small, large]);
+    h.check_invariants().unwrap();
+}
+
+#[test]
 fn calloc_from_a_reused_huge_block_reads_zero() {
     for (first, second) in [(4 * MIB, 4 * MIB), (4 * MIB, 3 * MIB), (2 * MIB, 6 * MIB)] {
         let h = heap(Purge::Threshold);
