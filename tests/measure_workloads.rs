@@ -356,7 +356,11 @@ fn peers_report_their_own_figures() {
 #[test]
 fn policy_counters_are_exact() {
     use alloclab::size_class::{bin, small_index};
-    let heap = Heap::<Mrf>::new();
+    // The threshold rule: the default decay purges only after its delay.
+    let heap = Heap::<Mrf>::with_options(alloclab::Options {
+        purge: Some(alloclab::Purge::Threshold),
+        ..alloclab::Options::DEFAULT
+    });
     let cap = bin(small_index(64)).capacity as usize;
     let n = 3 * cap + 5;
     let blocks: Vec<*mut u8> = (0..n).map(|_| Subject::malloc(&heap, 64)).collect();

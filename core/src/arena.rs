@@ -18,8 +18,10 @@
 //! split in three, as in jemalloc (3.x and 4.x stash the dirty runs under the arena lock and
 //! release it around `madvise`):
 //!
-//! 1. Choose, under the lock (`purge`, called by `release_pages` when the arena holds more
-//!    than `dirty_max` dirty pages, or by `Heap::purge`): each maximal dirty span of the free
+//! 1. Choose, under the lock (`purge`, called when the heap's purge policy, asked by
+//!    `consult_purge` whenever pages become dirty or are taken, keeps fewer dirty pages than
+//!    the arena holds (`purge.rs`: the threshold rule, more than `dirty_max`; the decay, pages
+//!    dirty for longer than its delay), or by `Heap::purge`): each maximal dirty span of the free
 //!    runs visited is taken out of the free lists, its page entries marked `PURGING` (kind
 //!    `META`: not free, not allocated, see `chunk.rs`) and recorded in a slot of
 //!    `ArenaInner::purging` (`PURGE_SLOTS` of them, in the arena: nothing is allocated). The
@@ -54,6 +56,7 @@ use crate::lock::{CountedLock, LockStats};
 use crate::os;
 use crate::page_map::{PageMap, TAG_CHUNK};
 use crate::policy::{Config, Removal, RunReuse};
+use crate::purge::{DirtyHistory, DirtyView, Purge};
 use crate::quarantine::Quarantine;
 use crate::run::{Run, RunHeader, RunRef};
 use crate::safety::Safety;
@@ -237,6 +240,10 @@ pub(crate) struct ArenaInner<C: Config> {
     chunks: *mut ChunkHeader,
     pub stats: ArenaStats,
     dirty_max: usize,
+    /// The purge policy (`purge.rs`), its history slot (0: no clock) and the history.
+    purge_policy: Purge,
+    slot_ns: u64,
+    history: DirtyHistory,
     /// Dirty spans chosen for purging or being purged without the lock.
     purging: Purging,
     /// The first unusable run a policy picked (verification builds): reported by `check`.
@@ -267,7 +274,7 @@ unsafe impl<C: Config> Sync for Arena<C> {}
 unsafe impl<C: Config> Send for Arena<C> {}
 
 impl<C: Config> Arena<C> {
-    pub(crate) fn new(index: usize, dirty_max: usize, safety: Safety) -> Self {
+    pub(crate) fn new(index: usize, dirty_max: usize, purge: Purge, safety: Safety) -> Self {
         Arena {
             lock: CountedLock::new(),
             index,
@@ -280,6 +287,9 @@ impl<C: Config> Arena<C> {
                 chunks: ptr::null_mut(),
                 stats: ArenaStats::default(),
                 dirty_max,
+                purge_policy: purge,
+                slot_ns: purge.slot_ns(),
+                history: DirtyHistory::new(),
                 purging: Purging::new(),
                 #[cfg(feature = "verification")]
                 unusable_pick: None,
@@ -544,6 +554,15 @@ impl<C: Config> ArenaInner<C> {
         dirty
     }
 
+    /// After pages were taken: a timed policy (the decay) acts on activity, so it is asked
+    /// here too (no clock is read for a policy without history, or without dirty pages).
+    #[inline]
+    fn tick_purge(&mut self) {
+        if self.stats.dirty_pages > 0 && self.slot_ns != 0 {
+            self.consult_purge(0);
+        }
+    }
+
     /// Gives back `page..page+n`, which were in use: marks them free and dirty, coalesces with
     /// free neighbours, and starts a purge if the arena holds too many dirty pages (its system
     /// calls run once the caller's `Arena::with` has released the lock).
@@ -559,8 +578,25 @@ impl<C: Config> ArenaInner<C> {
         self.stats.active_pages -= n;
         // SAFETY: the pages are now free pages of our chunk.
         unsafe { self.coalesce_insert(chunk, page, n) };
-        if self.stats.dirty_pages > self.dirty_max {
-            self.purge(self.dirty_max / 2);
+        self.consult_purge(n);
+    }
+
+    /// Asks the purge policy how many dirty pages may stay, `released` pages having just
+    /// become dirty (0: pages were taken), and starts a purge down to that if there are more.
+    #[inline]
+    fn consult_purge(&mut self, released: usize) {
+        if self.slot_ns != 0 {
+            self.history.advance(os::monotonic_ns(), self.slot_ns);
+            self.history.add(released);
+        }
+        let view = DirtyView {
+            dirty: self.stats.dirty_pages,
+            dirty_max: self.dirty_max,
+            recent: self.history.recent(),
+        };
+        let keep = self.purge_policy.keep(&view);
+        if keep < view.dirty {
+            self.purge(keep);
         }
     }
 
@@ -892,6 +928,7 @@ impl<C: Config> ArenaInner<C> {
                 self.claim_pages(chunk, page, pages, false, |i| PageEntry::small_bits(idx, i));
             RunHeader::init::<Links<C>>(ChunkHeader::page_addr(chunk, page), idx, dirty == 0)
         };
+        self.tick_purge();
         let run = RunRef::new(header);
         let bin = &mut self.bins[idx];
         bin.stats.runs += 1;
@@ -1057,6 +1094,7 @@ impl<C: Config> ArenaInner<C> {
         }
         self.stats.large_allocated += pages * PAGE;
         self.stats.large_allocations += 1;
+        self.tick_purge();
         ChunkHeader::page_addr(chunk, page) as *mut u8
     }
 
@@ -1099,9 +1137,7 @@ impl<C: Config> ArenaInner<C> {
                 self.stats.active_pages -= n;
                 self.stats.large_allocated -= n * PAGE;
                 self.coalesce_insert(chunk, page + new, n);
-                if self.stats.dirty_pages > self.dirty_max {
-                    self.purge(self.dirty_max / 2);
-                }
+                self.consult_purge(n);
                 return true;
             }
             let need = new - old;
@@ -1124,6 +1160,7 @@ impl<C: Config> ArenaInner<C> {
             (*ChunkHeader::entry(chunk, page)).bits = PageEntry::large_bits(new, true);
             self.stats.large_allocated += need * PAGE;
         }
+        self.tick_purge();
         true
     }
 

@@ -65,6 +65,7 @@ struct SharedFields<C: Config> {
     choice: <C::Arenas as ArenaChoice>::State,
     arena_lock: RawLock,
     dirty_max: usize,
+    purge: crate::purge::Purge,
     safety: Safety,
     /// Whether `allocate` takes `allocate_checked`.
     alloc_hooks: bool,
@@ -235,12 +236,13 @@ impl<C: Config> Heap<C> {
                 ptr::addr_of_mut!((*shared).fields).write(SharedFields {
                     map,
                     base: Base::new(),
-                    huge: Huge::new(),
+                    huge: Huge::new(self.options.purge_policy(), self.options.huge_cache_bytes),
                     pool: ArenaPool::new(&self.options, heap_id),
                     caches: CachePool::new::<C::Front>(&self.options, heap_id),
                     choice: C::Arenas::init(&self.options),
                     arena_lock: RawLock::new(),
                     dirty_max,
+                    purge: self.options.purge_policy(),
                     safety,
                     alloc_hooks: safety.needs().intersects(ALLOC_HOOKS),
                     // Sampling by time leaves the cache on: sampled allocations never enter
@@ -431,7 +433,7 @@ impl<C: Config> Heap<C> {
             )?;
             let a = mem.as_ptr().cast::<Arena<C>>();
             // SAFETY: fresh metadata of the right size and alignment.
-            unsafe { a.write(Arena::new(i, s.dirty_max, s.safety)) };
+            unsafe { a.write(Arena::new(i, s.dirty_max, s.purge, s.safety)) };
             s.arenas[i].store(a, Ordering::Release);
             // SAFETY: just published.
             return Some(unsafe { &*a });
@@ -513,13 +515,18 @@ impl<C: Config> Heap<C> {
                     None => ptr::null_mut(),
                 }
             }
-            Some(SizeClass::Large(pages)) => match self.choose_arena(s, size) {
-                Some(a) => {
-                    a.with(|inner| inner.alloc_large(pages, align, zero, a, a.index(), &s.map))
+            Some(SizeClass::Large(pages)) => {
+                // Page-level activity: cached huge mappings past the purge policy's delay go
+                // back even if no huge block is allocated or freed again.
+                s.huge.tick();
+                match self.choose_arena(s, size) {
+                    Some(a) => {
+                        a.with(|inner| inner.alloc_large(pages, align, zero, a, a.index(), &s.map))
+                    }
+                    None => ptr::null_mut(),
                 }
-                None => ptr::null_mut(),
-            },
-            Some(SizeClass::Huge(bytes)) => s.huge.alloc(bytes, align, &s.base, &s.map),
+            }
+            Some(SizeClass::Huge(bytes)) => s.huge.alloc(bytes, align, zero, &s.base, &s.map),
             None => ptr::null_mut(),
         }
     }
@@ -650,7 +657,7 @@ impl<C: Config> Heap<C> {
                 }
                 p
             }
-            Some(SizeClass::Huge(bytes)) => s.huge.alloc(bytes, align, &s.base, &s.map),
+            Some(SizeClass::Huge(bytes)) => s.huge.alloc(bytes, align, zero, &s.base, &s.map),
             None => ptr::null_mut(),
         }
     }
@@ -1345,16 +1352,26 @@ impl<C: Config> Heap<C> {
         st.huge_allocated = h.allocated;
         st.huge_allocations = h.allocations;
         st.huge_frees = h.frees;
+        st.huge_cached = h.cached;
+        st.huge_cached_bytes = h.cached_bytes;
+        st.huge_cache_hits = h.cache_hits;
+        st.huge_maps = h.maps;
+        st.huge_unmaps = h.unmaps;
+        st.huge_remaps = h.remaps;
+        st.syscalls = os::syscalls();
         st.allocated = st.arena.small_allocated + st.arena.large_allocated + h.allocated;
         st.active = st.arena.active_pages * PAGE + h.allocated;
-        st.mapped = st.arena.chunks * CHUNK + h.allocated;
+        // Huge slack (a reused mapping larger than its allocation) and cached mappings are
+        // mapped, and resident as far as they were touched: counted with the dirty pages.
+        let huge_idle = h.mapped - h.allocated + h.cached_bytes;
+        st.mapped = st.arena.chunks * CHUNK + h.mapped + h.cached_bytes;
         st.dirty = st.arena.dirty_pages * PAGE;
         Self::account_caches(s, &mut st);
         st.metadata = s.map.metadata_bytes()
             + s.base.mapped()
             + st.arena.chunks * CHUNK_HEADER_PAGES * PAGE
             + round_up(core::mem::size_of::<Shared<C>>(), PAGE).unwrap_or(0);
-        st.resident = st.active + st.dirty + st.metadata;
+        st.resident = st.active + st.dirty + huge_idle + st.metadata;
         st
     }
 
@@ -1404,9 +1421,12 @@ impl<C: Config> Heap<C> {
         Ok(())
     }
 
-    /// Returns every dirty page of every arena to the OS.
+    /// Returns every dirty page of every arena, and every cached huge mapping, to the OS.
     pub fn purge(&self) {
         self.for_each_arena(|a| a.with(|inner| inner.purge(0)));
+        if let Some(s) = self.shared_if_init() {
+            s.huge.purge_cache(true);
+        }
     }
 
     // ---- fork -------------------------------------------------------------------------------

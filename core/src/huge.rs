@@ -10,6 +10,20 @@
 //! allocation goes to the shard its thread hashes to and stays there (the record names it), so
 //! threads that allocate and free huge blocks at the same time rarely share a lock, and no
 //! lock is held across a system call. Statistics and checks visit every shard.
+//!
+//! ## The cache of freed mappings
+//!
+//! A freed huge mapping is not unmapped at once: it goes to the heap's cache (up to
+//! `HUGE_CACHE_SLOTS` mappings and `Options::huge_cache_bytes` bytes, one lock of its own), and
+//! a later huge allocation takes the cached mapping that fits best: the smallest one at least
+//! as large (used as it is if at most twice the request, the rest kept as slack in the record's
+//! `mapped`; else its tail is unmapped), or else the largest smaller one, grown by `mremap`.
+//! Its pages are resident already: no page faults, at most one system call. A reused mapping
+//! is not zero: a zeroed allocation clears the bytes it reuses. The heap's purge policy says
+//! how long a mapping may wait (`PurgePolicy::huge_ttl_ns`): expired ones, and the oldest
+//! beyond the bound, are unmapped by the next huge allocation or free (or large allocation:
+//! `tick`), after the cache's lock is released. `Heap::purge` empties the cache. A cached mapping is in no page map entry and
+//! no record: a pointer into it is not ours.
 
 use crate::base::Base;
 use crate::error::FreeError;
@@ -17,8 +31,10 @@ use crate::invariants::{expect_eq, Violation, ViolationKind};
 use crate::lock::RawLock;
 use crate::os;
 use crate::page_map::{Owner, PageMap, TAG_HUGE};
+use crate::purge::{Purge, HUGE_CACHE_SLOTS};
 use crate::size_class::{round_up, CHUNK};
-use crate::sync::{loom_const_fn, UnsafeCell};
+use crate::sync::untracked::AtomicU64;
+use crate::sync::{loom_const_fn, Ordering, UnsafeCell};
 use core::ptr;
 
 /// Shards of the huge records (a power of two).
@@ -28,6 +44,8 @@ const HUGE_SHARDS: usize = 4;
 pub(crate) struct HugeRecord {
     addr: usize,
     size: usize,
+    /// Bytes of the mapping: `size`, or more when a larger cached mapping was reused (slack).
+    mapped: usize,
     align: usize,
     /// The shard whose list holds the record.
     shard: usize,
@@ -40,6 +58,8 @@ struct HugeInner {
     spare: *mut HugeRecord,
     live: usize,
     allocated: usize,
+    /// Bytes of the live records' mappings (`allocated` plus slack).
+    mapped: usize,
     allocations: u64,
     frees: u64,
 }
@@ -49,14 +69,83 @@ struct HugeInner {
 pub(crate) struct HugeStats {
     pub live: usize,
     pub allocated: usize,
+    pub mapped: usize,
     pub allocations: u64,
     pub frees: u64,
+    pub cached: usize,
+    pub cached_bytes: usize,
+    pub cache_hits: u64,
+    pub maps: u64,
+    pub unmaps: u64,
+    pub remaps: u64,
 }
 
-/// The heap's huge allocations: `HUGE_SHARDS` independent shards.
+/// A freed mapping waiting in the cache.
+#[derive(Clone, Copy)]
+struct Cached {
+    addr: usize,
+    bytes: usize,
+    /// When it was freed (`os::monotonic_ns`; 0 when the policy has no delay).
+    freed_ns: u64,
+}
+
+const NO_CACHED: Cached = Cached {
+    addr: 0,
+    bytes: 0,
+    freed_ns: 0,
+};
+
+/// The cache's state: `entries[..n]`, oldest first.
+struct CacheInner {
+    entries: [Cached; HUGE_CACHE_SLOTS],
+    n: usize,
+    bytes: usize,
+}
+
+/// Mappings to unmap once the cache's lock is released.
+struct Evicted {
+    list: [(usize, usize); HUGE_CACHE_SLOTS + 1],
+    n: usize,
+}
+
+impl Evicted {
+    fn new() -> Self {
+        Evicted {
+            list: [(0, 0); HUGE_CACHE_SLOTS + 1],
+            n: 0,
+        }
+    }
+    fn push(&mut self, addr: usize, bytes: usize) {
+        self.list[self.n] = (addr, bytes);
+        self.n += 1;
+    }
+}
+
+/// The heap's huge allocations: `HUGE_SHARDS` independent shards, and the cache of freed
+/// mappings (module comment).
 pub(crate) struct Huge {
     shards: [HugeShard; HUGE_SHARDS],
+    cache_lock: RawLock,
+    cache: UnsafeCell<CacheInner>,
+    /// The heap's purge policy and the cache's byte bound (0: no cache).
+    purge: Purge,
+    cache_max: usize,
+    /// Counters (relaxed; statistics only): fresh mappings, mappings or tails unmapped,
+    /// `mremap`s, allocations served from the cache.
+    maps: AtomicU64,
+    unmaps: AtomicU64,
+    remaps: AtomicU64,
+    hits: AtomicU64,
+    /// When the oldest cached mapping expires (`os::monotonic_ns`), `u64::MAX` if none does:
+    /// written under the cache's lock, read without it by `tick` (a stale value costs an early
+    /// look or a late unmap, nothing else).
+    deadline: AtomicU64,
 }
+
+// SAFETY: `cache` is reached only with `cache_lock` held; the rest is `Sync` on its own.
+unsafe impl Sync for Huge {}
+// SAFETY: as above.
+unsafe impl Send for Huge {}
 
 /// One shard: a lock over a list of records and its counters.
 struct HugeShard {
@@ -73,7 +162,7 @@ unsafe impl Send for HugeShard {}
 
 impl Huge {
     loom_const_fn! {
-        pub fn new() -> Huge {
+        pub fn new(purge: Purge, cache_max: usize) -> Huge {
             Huge {
                 shards: [
                     HugeShard::new(),
@@ -81,8 +170,251 @@ impl Huge {
                     HugeShard::new(),
                     HugeShard::new(),
                 ],
+                cache_lock: RawLock::new(),
+                cache: UnsafeCell::new(CacheInner {
+                    entries: [NO_CACHED; HUGE_CACHE_SLOTS],
+                    n: 0,
+                    bytes: 0,
+                }),
+                purge,
+                cache_max,
+                maps: AtomicU64::new(0),
+                unmaps: AtomicU64::new(0),
+                remaps: AtomicU64::new(0),
+                hits: AtomicU64::new(0),
+                deadline: AtomicU64::new(u64::MAX),
             }
         }
+    }
+
+    fn with_cache<R>(&self, f: impl FnOnce(&mut CacheInner) -> R) -> R {
+        let _g = self.cache_lock.guard();
+        self.cache.with_mut(|p| {
+            // SAFETY: the lock is held for the whole closure.
+            let c = unsafe { &mut *p };
+            let r = f(c);
+            let deadline = match self.purge.huge_ttl_ns() {
+                Some(ttl) if c.n > 0 => c.entries[0].freed_ns.saturating_add(ttl),
+                _ => u64::MAX,
+            };
+            self.deadline.store(deadline, Ordering::Relaxed);
+            r
+        })
+    }
+
+    /// On page-level activity (a large allocation): unmaps the cached mappings past the purge
+    /// policy's delay, if the oldest is (one relaxed load otherwise, and a clock read while a
+    /// mapping waits).
+    #[inline]
+    pub fn tick(&self) {
+        let d = self.deadline.load(Ordering::Relaxed);
+        if d != u64::MAX && os::monotonic_ns() >= d {
+            self.purge_cache(false);
+        }
+    }
+
+    fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The time to stamp and judge cached mappings by (0 when the policy has no delay: no
+    /// clock read).
+    fn now(&self) -> u64 {
+        match self.purge.huge_ttl_ns() {
+            Some(t) if t > 0 => os::monotonic_ns(),
+            _ => 0,
+        }
+    }
+
+    /// Under the cache lock: moves the expired mappings to `out`.
+    fn expire(&self, c: &mut CacheInner, now: u64, out: &mut Evicted) {
+        let Some(ttl) = self.purge.huge_ttl_ns() else {
+            return;
+        };
+        // Oldest first: the expired ones are a prefix.
+        let mut k = 0;
+        while k < c.n && c.entries[k].freed_ns.saturating_add(ttl) <= now {
+            out.push(c.entries[k].addr, c.entries[k].bytes);
+            c.bytes -= c.entries[k].bytes;
+            k += 1;
+        }
+        if k > 0 {
+            c.entries.copy_within(k..c.n, 0);
+            c.n -= k;
+        }
+    }
+
+    /// Unmaps what the cache let go, without its lock.
+    fn unmap_evicted(&self, out: &Evicted) {
+        for &(addr, bytes) in &out.list[..out.n] {
+            Self::bump(&self.unmaps);
+            // SAFETY: an evicted mapping was a huge mapping of this heap, freed, in no record
+            // nor page map entry, and out of the cache: nothing refers to it.
+            unsafe { os::unmap(addr as *mut u8, bytes) };
+        }
+    }
+
+    /// Takes the cached mapping that fits `bytes` aligned to `align` best (module comment):
+    /// its address and length; `None` if no mapping is cached (or none is aligned).
+    fn cache_take(&self, bytes: usize, align: usize) -> Option<(usize, usize)> {
+        if self.cache_max == 0 {
+            return None;
+        }
+        let now = self.now();
+        let mut out = Evicted::new();
+        let got = self.with_cache(|c| {
+            self.expire(c, now, &mut out);
+            let mut best: Option<usize> = None;
+            for i in 0..c.n {
+                let e = c.entries[i];
+                if e.addr % align != 0 {
+                    continue;
+                }
+                best = match best {
+                    None => Some(i),
+                    Some(b) => {
+                        let cur = c.entries[b].bytes;
+                        let better = if e.bytes >= bytes {
+                            cur < bytes || e.bytes < cur
+                        } else {
+                            cur < bytes && e.bytes > cur
+                        };
+                        Some(if better { i } else { b })
+                    }
+                };
+            }
+            let i = best?;
+            let e = c.entries[i];
+            c.entries.copy_within(i + 1..c.n, i);
+            c.n -= 1;
+            c.bytes -= e.bytes;
+            Some((e.addr, e.bytes))
+        });
+        self.unmap_evicted(&out);
+        got
+    }
+
+    /// Puts a freed mapping in the cache, or unmaps it (beyond the bound, or a policy without
+    /// a delay); unmaps what expires or no longer fits, oldest first.
+    fn cache_put(&self, addr: usize, bytes: usize) {
+        let now = self.now();
+        let mut out = Evicted::new();
+        let keep =
+            self.cache_max != 0 && bytes <= self.cache_max && self.purge.huge_ttl_ns() != Some(0);
+        self.with_cache(|c| {
+            self.expire(c, now, &mut out);
+            if !keep {
+                out.push(addr, bytes);
+                return;
+            }
+            let mut k = 0;
+            while k < c.n && (c.n - k == HUGE_CACHE_SLOTS || c.bytes + bytes > self.cache_max) {
+                out.push(c.entries[k].addr, c.entries[k].bytes);
+                c.bytes -= c.entries[k].bytes;
+                k += 1;
+            }
+            c.entries.copy_within(k..c.n, 0);
+            c.n -= k;
+            c.entries[c.n] = Cached {
+                addr,
+                bytes,
+                freed_ns: now,
+            };
+            c.n += 1;
+            c.bytes += bytes;
+        });
+        self.unmap_evicted(&out);
+    }
+
+    /// Unmaps every cached mapping (`Heap::purge`), or only the expired ones (`all` false).
+    pub fn purge_cache(&self, all: bool) {
+        let now = self.now();
+        let mut out = Evicted::new();
+        self.with_cache(|c| {
+            if all {
+                for e in &c.entries[..c.n] {
+                    out.push(e.addr, e.bytes);
+                }
+                c.n = 0;
+                c.bytes = 0;
+            } else {
+                self.expire(c, now, &mut out);
+            }
+        });
+        self.unmap_evicted(&out);
+    }
+
+    /// A mapping of `bytes` aligned to `align` for a new allocation: from the cache (adapted
+    /// to the size, the bytes it reuses cleared if `zero`) or fresh. Returns it and its length.
+    fn obtain(&self, bytes: usize, align: usize, zero: bool) -> Option<(usize, usize)> {
+        if let Some((addr, have)) = self.cache_take(bytes, align) {
+            if let Some(got) = self.adapt(addr, have, bytes, align, zero) {
+                Self::bump(&self.hits);
+                return Some(got);
+            }
+        }
+        Self::bump(&self.maps);
+        let mem = os::map_aligned(bytes, align)?;
+        Some((mem.as_ptr() as usize, bytes))
+    }
+
+    /// Makes the cached mapping `addr..+have` serve `bytes`: as it is (slack up to `bytes`),
+    /// its tail unmapped, or grown (in place, else moved to a fresh aligned reservation).
+    /// `None` (the mapping unmapped) if the OS refuses to grow it.
+    fn adapt(
+        &self,
+        addr: usize,
+        have: usize,
+        bytes: usize,
+        align: usize,
+        zero: bool,
+    ) -> Option<(usize, usize)> {
+        let (addr, mapped, used) = if have >= bytes {
+            if have - bytes > bytes {
+                Self::bump(&self.unmaps);
+                // SAFETY: the tail lies inside our cached mapping, which nobody uses.
+                unsafe { os::unmap((addr + bytes) as *mut u8, have - bytes) };
+                (addr, bytes, bytes)
+            } else {
+                (addr, have, bytes)
+            }
+        } else {
+            Self::bump(&self.remaps);
+            // SAFETY: our cached mapping; without MAYMOVE it only grows into free space.
+            if unsafe { os::remap_in_place(addr as *mut u8, have, bytes) } {
+                (addr, bytes, have)
+            } else {
+                let dest = os::map_aligned(bytes, align);
+                Self::bump(&self.maps);
+                if dest.is_some() {
+                    Self::bump(&self.remaps);
+                }
+                // SAFETY: both ranges are ours; the reservation at `dest` is replaced.
+                let moved = dest
+                    .filter(|d| unsafe { os::remap_to(addr as *mut u8, have, d.as_ptr(), bytes) });
+                match moved {
+                    Some(d) => (d.as_ptr() as usize, bytes, have),
+                    None => {
+                        if let Some(d) = dest {
+                            Self::bump(&self.unmaps);
+                            // SAFETY: the reservation was never handed out.
+                            unsafe { os::unmap(d.as_ptr(), bytes) };
+                        }
+                        Self::bump(&self.unmaps);
+                        // SAFETY: the cached mapping is ours and unused.
+                        unsafe { os::unmap(addr as *mut u8, have) };
+                        return None;
+                    }
+                }
+            }
+        };
+        if zero {
+            // SAFETY: `addr..+used` lies inside our mapping, which the caller is about to
+            // hand out: these bytes were written by an earlier owner (beyond them, the pages
+            // are fresh from `mremap`, hence zero).
+            unsafe { ptr::write_bytes(addr as *mut u8, 0, used) };
+        }
+        Some((addr, mapped))
     }
 
     /// The shard of the calling thread.
@@ -101,10 +433,28 @@ impl Huge {
         &self.shards[unsafe { (*(rec as *const HugeRecord)).shard } % HUGE_SHARDS]
     }
 
-    /// Maps `bytes` (a page multiple) aligned to `align`; null if the OS refuses.
-    pub fn alloc(&self, bytes: usize, align: usize, base: &Base, map: &PageMap) -> *mut u8 {
+    /// A huge allocation of `bytes` (a page multiple) aligned to `align`, zeroed if `zero`:
+    /// a cached mapping, or a fresh one; null if the OS refuses.
+    pub fn alloc(
+        &self,
+        bytes: usize,
+        align: usize,
+        zero: bool,
+        base: &Base,
+        map: &PageMap,
+    ) -> *mut u8 {
+        let align = align.max(CHUNK);
+        let Some((addr, mapped)) = self.obtain(bytes, align, zero) else {
+            return ptr::null_mut();
+        };
         let i = self.mine();
-        self.shards[i].alloc(i, bytes, align, base, map)
+        let p = self.shards[i].alloc(i, addr, bytes, mapped, align, base, map);
+        if p.is_null() {
+            Self::bump(&self.unmaps);
+            // SAFETY: never published (the shard refused it: no record, no page map entry).
+            unsafe { os::unmap(addr as *mut u8, mapped) };
+        }
+        p
     }
 
     /// Unmaps the huge allocation at `addr`.
@@ -113,7 +463,8 @@ impl Huge {
     /// `rec` came from this heap's page map for `addr` and `usable(rec, addr)` succeeded.
     pub unsafe fn free(&self, rec: usize, map: &PageMap) {
         // SAFETY: forwarded contract.
-        unsafe { self.shard_of(rec).free(rec, map) }
+        let (addr, mapped) = unsafe { self.shard_of(rec).free(rec, map) };
+        self.cache_put(addr, mapped);
     }
 
     /// Resizes the huge allocation at `rec` to `bytes` (page multiple, beyond `LARGE_MAX`),
@@ -124,7 +475,7 @@ impl Huge {
     /// As for `free`.
     pub unsafe fn resize(&self, rec: usize, bytes: usize, map: &PageMap) -> *mut u8 {
         // SAFETY: forwarded contract.
-        unsafe { self.shard_of(rec).resize(rec, bytes, map) }
+        unsafe { self.shard_of(rec).resize(rec, bytes, map, self) }
     }
 
     /// Checks that `addr`, whose page-map record is `rec`, starts a live huge allocation;
@@ -149,9 +500,15 @@ impl Huge {
             let s = sh.stats();
             t.live += s.live;
             t.allocated += s.allocated;
+            t.mapped += s.mapped;
             t.allocations += s.allocations;
             t.frees += s.frees;
         }
+        (t.cached, t.cached_bytes) = self.with_cache(|c| (c.n, c.bytes));
+        t.cache_hits = self.hits.load(Ordering::Relaxed);
+        t.maps = self.maps.load(Ordering::Relaxed);
+        t.unmaps = self.unmaps.load(Ordering::Relaxed);
+        t.remaps = self.remaps.load(Ordering::Relaxed);
         t
     }
 
@@ -160,7 +517,30 @@ impl Huge {
         for (i, sh) in self.shards.iter().enumerate() {
             sh.check(i, map)?;
         }
-        Ok(())
+        self.with_cache(|c| {
+            let mut bytes = 0;
+            for e in &c.entries[..c.n] {
+                if e.addr % CHUNK != 0 || e.bytes == 0 {
+                    return Err(Violation::new(ViolationKind::Huge(
+                        "cached mapping not chunk-aligned or empty",
+                    ))
+                    .at(e.addr));
+                }
+                if map.lookup(e.addr) != Owner::None {
+                    return Err(Violation::new(ViolationKind::Huge(
+                        "cached mapping still in the page map",
+                    ))
+                    .at(e.addr));
+                }
+                bytes += e.bytes;
+            }
+            if c.n > HUGE_CACHE_SLOTS || (c.n > 0 && bytes > self.cache_max) {
+                return Err(Violation::new(ViolationKind::Huge(
+                    "cache beyond its bound",
+                )));
+            }
+            expect_eq("huge cached bytes", bytes, c.bytes)
+        })
     }
 
     /// Unmaps every huge allocation (heap drop).
@@ -172,15 +552,18 @@ impl Huge {
             // SAFETY: forwarded contract.
             unsafe { sh.release_all(map) };
         }
+        self.purge_cache(true);
     }
 
-    /// Takes every shard's lock, in order (fork).
+    /// Takes every shard's lock, in order, then the cache's (fork).
     pub(crate) fn lock(&self) {
         for sh in &self.shards {
             sh.lock.lock();
         }
+        self.cache_lock.lock();
     }
     pub(crate) fn unlock(&self) {
+        self.cache_lock.unlock();
         for sh in self.shards.iter().rev() {
             sh.lock.unlock();
         }
@@ -189,6 +572,7 @@ impl Huge {
         for sh in &self.shards {
             sh.lock.reset();
         }
+        self.cache_lock.reset();
     }
 }
 
@@ -202,6 +586,7 @@ impl HugeShard {
                     spare: ptr::null_mut(),
                     live: 0,
                     allocated: 0,
+                    mapped: 0,
                     allocations: 0,
                     frees: 0,
                 }),
@@ -215,20 +600,20 @@ impl HugeShard {
         self.inner.with_mut(|p| f(unsafe { &mut *p }))
     }
 
-    /// `Huge::alloc`, in this shard (number `shard`).
+    /// Records the mapping `addr..+mapped` as a huge allocation of `bytes` aligned to `align`
+    /// in this shard (number `shard`); null (nothing recorded: the caller unmaps it) if
+    /// metadata was refused.
+    #[allow(clippy::too_many_arguments)]
     fn alloc(
         &self,
         shard: usize,
+        addr: usize,
         bytes: usize,
+        mapped: usize,
         align: usize,
         base: &Base,
         map: &PageMap,
     ) -> *mut u8 {
-        let align = align.max(CHUNK);
-        let Some(mem) = os::map_aligned(bytes, align) else {
-            return ptr::null_mut();
-        };
-        let addr = mem.as_ptr() as usize;
         let rec = self.with(|h| {
             let r = h.spare;
             if !r.is_null() {
@@ -240,11 +625,7 @@ impl HugeShard {
         let rec = if rec.is_null() {
             match base.alloc(core::mem::size_of::<HugeRecord>(), 8) {
                 Some(p) => p.as_ptr().cast::<HugeRecord>(),
-                None => {
-                    // SAFETY: never published.
-                    unsafe { os::unmap(mem.as_ptr(), bytes) };
-                    return ptr::null_mut();
-                }
+                None => return ptr::null_mut(),
             }
         } else {
             rec
@@ -254,6 +635,7 @@ impl HugeShard {
             rec.write(HugeRecord {
                 addr,
                 size: bytes,
+                mapped,
                 align,
                 shard,
                 prev: ptr::null_mut(),
@@ -262,8 +644,6 @@ impl HugeShard {
         };
         if !map.set(addr, bytes, rec as usize | TAG_HUGE) {
             map.clear(addr, bytes);
-            // SAFETY: never handed out.
-            unsafe { os::unmap(mem.as_ptr(), bytes) };
             self.with(|h| {
                 // SAFETY: the record is ours; put it on the spare list.
                 unsafe { (*rec).next = h.spare };
@@ -282,19 +662,21 @@ impl HugeShard {
             h.list = rec;
             h.live += 1;
             h.allocated += bytes;
+            h.mapped += mapped;
             h.allocations += 1;
         });
-        mem.as_ptr()
+        addr as *mut u8
     }
 
-    /// `Huge::free`, for a record of this shard.
+    /// `Huge::free`, for a record of this shard: forgets the allocation and returns its
+    /// mapping (address, bytes), which the caller caches or unmaps.
     ///
     /// # Safety
     /// As for `Huge::free`.
-    unsafe fn free(&self, rec: usize, map: &PageMap) {
+    unsafe fn free(&self, rec: usize, map: &PageMap) -> (usize, usize) {
         let rec = rec as *mut HugeRecord;
         // SAFETY: the record is live (contract); it is unlinked under the lock.
-        let (addr, size) = unsafe { ((*rec).addr, (*rec).size) };
+        let (addr, size, mapped) = unsafe { ((*rec).addr, (*rec).size, (*rec).mapped) };
         self.with(|h| {
             map.clear(addr, size);
             // SAFETY: our record, under the lock.
@@ -314,38 +696,50 @@ impl HugeShard {
             h.spare = rec;
             h.live -= 1;
             h.allocated -= size;
+            h.mapped -= mapped;
             h.frees += 1;
         });
-        // SAFETY: the mapping was ours and nothing refers to it anymore.
-        unsafe { os::unmap(addr as *mut u8, size) };
+        (addr, mapped)
     }
 
     /// `Huge::resize`, for a record of this shard.
     ///
     /// # Safety
     /// As for `Huge::free`.
-    unsafe fn resize(&self, rec: usize, bytes: usize, map: &PageMap) -> *mut u8 {
+    unsafe fn resize(&self, rec: usize, bytes: usize, map: &PageMap, ctr: &Huge) -> *mut u8 {
         // Under the lock throughout, so that `check` never sees the record and the page map
         // disagree mid-move.
         self.with(|h| {
             // SAFETY: forwarded contract.
-            let p = unsafe { Self::resize_locked(rec as *mut HugeRecord, bytes, map) };
+            let r = rec as *mut HugeRecord;
+            // SAFETY: the record is live and the caller owns its allocation.
+            let old_mapped = unsafe { (*r).mapped };
+            // SAFETY: forwarded contract.
+            let p = unsafe { Self::resize_locked(r, bytes, map, ctr) };
             if !p.is_null() {
                 // SAFETY: the record is live.
-                let old = unsafe { (*(rec as *mut HugeRecord)).size };
+                let (old, mapped) = unsafe { ((*r).size, (*r).mapped) };
                 h.allocated = h.allocated - old + bytes;
+                h.mapped = h.mapped - old_mapped + mapped;
                 // SAFETY: as above.
-                unsafe { (*(rec as *mut HugeRecord)).size = bytes };
+                unsafe { (*r).size = bytes };
             }
             p
         })
     }
 
     /// # Safety
-    /// As for `resize`; the lock is held. Does not update the record's size.
-    unsafe fn resize_locked(rec: *mut HugeRecord, bytes: usize, map: &PageMap) -> *mut u8 {
+    /// As for `resize`; the lock is held. Does not update the record's size; updates its
+    /// address and `mapped`.
+    unsafe fn resize_locked(
+        rec: *mut HugeRecord,
+        bytes: usize,
+        map: &PageMap,
+        ctr: &Huge,
+    ) -> *mut u8 {
         // SAFETY: the caller owns the allocation, hence the record's fields.
-        let (addr, old, align) = unsafe { ((*rec).addr, (*rec).size, (*rec).align) };
+        let (addr, old, mapped, align) =
+            unsafe { ((*rec).addr, (*rec).size, (*rec).mapped, (*rec).align) };
         if bytes == old {
             return addr as *mut u8;
         }
@@ -355,21 +749,42 @@ impl HugeShard {
         // a late `clear` would erase its entries.
         if bytes < old {
             Self::forget_from(map, addr + bytes, addr + old);
-            // SAFETY: the tail pages are part of our mapping and beyond the new size.
-            unsafe { os::unmap((addr + bytes) as *mut u8, old - bytes) };
+            // Slack up to the new size stays mapped; beyond it, the tail goes back.
+            if mapped - bytes > bytes {
+                Huge::bump(&ctr.unmaps);
+                // SAFETY: the tail pages are part of our mapping and beyond the new size.
+                unsafe { os::unmap((addr + bytes) as *mut u8, mapped - bytes) };
+                // SAFETY: the caller owns the allocation.
+                unsafe { (*rec).mapped = bytes };
+            }
             return addr as *mut u8;
         }
+        if bytes <= mapped {
+            // Growing into the slack: no system call.
+            return if map.set(addr, bytes, tag) {
+                addr as *mut u8
+            } else {
+                Self::forget_from(map, addr + old, addr + bytes);
+                ptr::null_mut()
+            };
+        }
+        Huge::bump(&ctr.remaps);
         // SAFETY: our mapping; without MAYMOVE it only grows into free address space.
-        if unsafe { os::remap_in_place(addr as *mut u8, old, bytes) } {
+        if unsafe { os::remap_in_place(addr as *mut u8, mapped, bytes) } {
+            // SAFETY: the caller owns the allocation.
+            unsafe { (*rec).mapped = bytes };
             if map.set(addr, bytes, tag) {
                 return addr as *mut u8;
             }
             // Metadata refused: shrink back and report failure.
             Self::forget_from(map, addr + old, addr + bytes);
-            // SAFETY: the pages past `old` were just added to our mapping.
-            unsafe { os::unmap((addr + old) as *mut u8, bytes - old) };
+            // SAFETY: the pages past `mapped` were just added to our mapping.
+            unsafe { os::unmap((addr + mapped) as *mut u8, bytes - mapped) };
+            // SAFETY: as above.
+            unsafe { (*rec).mapped = mapped };
             return ptr::null_mut();
         }
+        Huge::bump(&ctr.maps);
         let Some(dest) = os::map_aligned(bytes, align) else {
             return ptr::null_mut();
         };
@@ -378,9 +793,10 @@ impl HugeShard {
         // nobody looks it up meanwhile), and restore it if the move fails (its leaves exist,
         // so `set` cannot fail there).
         map.clear(addr, old);
+        Huge::bump(&ctr.remaps);
         let moved = map.set(dest, bytes, tag)
             // SAFETY: both ranges are ours; the reservation at `dest` is replaced by the pages.
-            && unsafe { os::remap_to(addr as *mut u8, old, dest as *mut u8, bytes) };
+            && unsafe { os::remap_to(addr as *mut u8, mapped, dest as *mut u8, bytes) };
         if !moved {
             map.clear(dest, bytes);
             map.set(addr, old, tag);
@@ -389,7 +805,10 @@ impl HugeShard {
             return ptr::null_mut();
         }
         // SAFETY: the caller owns the allocation.
-        unsafe { (*rec).addr = dest };
+        unsafe {
+            (*rec).addr = dest;
+            (*rec).mapped = bytes;
+        }
         dest as *mut u8
     }
 
@@ -408,8 +827,10 @@ impl HugeShard {
         self.with(|h| HugeStats {
             live: h.live,
             allocated: h.allocated,
+            mapped: h.mapped,
             allocations: h.allocations,
             frees: h.frees,
+            ..HugeStats::default()
         })
     }
 
@@ -417,12 +838,19 @@ impl HugeShard {
     /// it covers; counters add up.
     fn check(&self, me: usize, map: &PageMap) -> Result<(), Violation> {
         self.with(|h| {
-            let (mut n, mut bytes) = (0, 0);
+            let (mut n, mut bytes, mut mapped_sum) = (0, 0, 0);
             let mut r = h.list;
             while !r.is_null() {
                 // SAFETY: records on the list are live, under the lock.
-                let (addr, size, next, shard) =
-                    unsafe { ((*r).addr, (*r).size, (*r).next, (*r).shard) };
+                let (addr, size, mapped, next, shard) =
+                    unsafe { ((*r).addr, (*r).size, (*r).mapped, (*r).next, (*r).shard) };
+                if mapped < size {
+                    return Err(Violation::new(ViolationKind::Huge(
+                        "a record maps less than its size",
+                    ))
+                    .at(addr));
+                }
+                mapped_sum += mapped;
                 if shard != me {
                     return Err(Violation::new(ViolationKind::Huge(
                         "a record is on another shard's list than it names",
@@ -449,6 +877,7 @@ impl HugeShard {
                 r = next;
             }
             expect_eq("huge live", n, h.live)?;
+            expect_eq("huge mapped bytes", mapped_sum, h.mapped)?;
             expect_eq("huge allocated bytes", bytes, h.allocated)?;
             expect_eq(
                 "huge allocations - frees",
@@ -467,7 +896,7 @@ impl HugeShard {
                 // SAFETY: per the contract.
                 unsafe {
                     map.clear((*r).addr, (*r).size);
-                    os::unmap((*r).addr as *mut u8, (*r).size);
+                    os::unmap((*r).addr as *mut u8, (*r).mapped);
                     r = (*r).next;
                 }
             }

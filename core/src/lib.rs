@@ -22,6 +22,7 @@
 //! | | `chunk.rs` | 1 MiB chunks and their per-page entries |
 //! | | `run.rs` | run headers, bitmaps, `RunRef` (what policies see) |
 //! | policy interface | `policy.rs` | `RunReuse`, `ArenaChoice`, `Config`, `Options` |
+//! | | `purge.rs` | `PurgePolicy` (when dirty pages and cached huge mappings go back), `Purge` |
 //! | | `thread.rs` | thread bindings, thread exit, arena pool (`ArenaCtx`) |
 //! | | `fork.rs` | `fork()` safety for every heap in the process (`pthread_atfork`) |
 //! | engine | `arena.rs` | bins, free page runs, purging, small and large paths |
@@ -31,7 +32,7 @@
 //! | | `zero_size.rs` | `malloc(0)` into an inaccessible region |
 //! | | `sampled.rs` | sampled guarded allocations and their fault reports |
 //! | | `slot_ring.rs` | the sampled pool's free slots (a locked FIFO, checked by loom) |
-//! | | `huge.rs` | huge mappings |
+//! | | `huge.rs` | huge mappings and the cache of freed ones |
 //! | | `heap.rs` | `Heap<C>`: init, dispatch, free, realloc, stats, invariants |
 //! | | `heap/tcache.rs` | the per-thread cache in front of the arenas (`FrontEnd::CACHE`) |
 //! | results | `stats.rs`, `invariants.rs`, `error.rs` | what the heap reports |
@@ -64,6 +65,7 @@ pub mod run;
 
 pub mod fork;
 pub mod policy;
+pub mod purge;
 mod thread;
 
 mod arena;
@@ -91,9 +93,11 @@ pub use error::FreeError;
 pub use heap::Heap;
 pub use invariants::{Violation, ViolationKind};
 pub use lock::LockStats;
+pub use os::Syscalls;
 pub use policy::{
     ArenaChoice, ArenaCtx, Config, FrontEnd, Options, Removal, RunReuse, TcacheCheck,
 };
+pub use purge::{Decay, Purge, PurgePolicy, Threshold};
 pub use run::RunRef;
 pub use safety::{DebugCaps, Poison, Safety, SamplePath};
 pub use stats::{ArenaStats, BinStats, Stats};

@@ -5,6 +5,45 @@
 //! what verifying them costs). Nothing here allocates: errors go to fd 2 through `write(2)`.
 
 use core::ptr::NonNull;
+use core::sync::atomic::Ordering::Relaxed;
+
+/// System calls about memory made by this module since the process started, one counter per
+/// call (`mmap`, `munmap`, `madvise`, `mremap`): process-wide, for every heap at once (what
+/// `strace -c` would count for this allocator). Relaxed counters outside every lock; untracked
+/// by loom, since nothing decides on them.
+static SYSCALLS: [crate::sync::untracked::AtomicU64; 4] = [
+    crate::sync::untracked::AtomicU64::new(0),
+    crate::sync::untracked::AtomicU64::new(0),
+    crate::sync::untracked::AtomicU64::new(0),
+    crate::sync::untracked::AtomicU64::new(0),
+];
+
+/// The memory system calls this process made through the engine so far (all heaps).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Syscalls {
+    /// `mmap` calls (chunks, huge mappings, reservations, metadata), failed ones included.
+    pub mmap: u64,
+    /// `munmap` calls (trimming an aligned mapping counts too).
+    pub munmap: u64,
+    /// `madvise` calls (purging).
+    pub madvise: u64,
+    /// `mremap` calls (huge reallocations).
+    pub mremap: u64,
+}
+
+/// The counts so far (`Syscalls`).
+pub fn syscalls() -> Syscalls {
+    Syscalls {
+        mmap: SYSCALLS[0].load(Relaxed),
+        munmap: SYSCALLS[1].load(Relaxed),
+        madvise: SYSCALLS[2].load(Relaxed),
+        mremap: SYSCALLS[3].load(Relaxed),
+    }
+}
+
+fn count(i: usize) {
+    SYSCALLS[i].fetch_add(1, Relaxed);
+}
 
 /// Bytes in a page. Checked against the kernel's page size once, at heap initialization.
 pub const PAGE: usize = 4096;
@@ -28,6 +67,7 @@ static LOWEST: crate::sync::untracked::AtomicUsize =
 /// An anonymous private mapping of `size` bytes with protection `prot`, near `hint` if the
 /// kernel can; every mapping of this module comes from here.
 fn mmap_anon(hint: *mut u8, size: usize, prot: libc::c_int) -> Option<NonNull<u8>> {
+    count(0);
     // SAFETY: an anonymous private mapping with no fixed address cannot clobber existing
     // mappings; a hint is only a hint.
     let p = unsafe {
@@ -117,6 +157,7 @@ pub fn map_aligned(size: usize, align: usize) -> Option<NonNull<u8>> {
 /// # Safety
 /// `ptr..ptr+size` must be page-aligned memory mapped by this module that nobody uses anymore.
 pub unsafe fn unmap(ptr: *mut u8, size: usize) {
+    count(1);
     // SAFETY: the caller guarantees the range is ours and unused.
     let r = unsafe { libc::munmap(ptr.cast(), size) };
     if r != 0 {
@@ -130,6 +171,7 @@ pub unsafe fn unmap(ptr: *mut u8, size: usize) {
 /// # Safety
 /// The range must be page-aligned memory mapped by this module whose contents nobody needs.
 pub unsafe fn purge(ptr: *mut u8, size: usize) {
+    count(2);
     // SAFETY: the caller guarantees the contents are dead; MADV_DONTNEED on anonymous private
     // memory only drops them.
     unsafe { libc::madvise(ptr.cast(), size, libc::MADV_DONTNEED) };
@@ -167,6 +209,7 @@ pub fn reserve(size: usize) -> Option<NonNull<u8>> {
 /// # Safety
 /// `ptr..ptr+old` must be a mapping made by this module.
 pub unsafe fn remap_in_place(ptr: *mut u8, old: usize, new: usize) -> bool {
+    count(3);
     // SAFETY: without MREMAP_MAYMOVE the mapping either changes size where it is, or not at
     // all; when growing, the kernel only takes free address space.
     let r = unsafe { libc::mremap(ptr.cast(), old, new, 0) };
@@ -179,6 +222,7 @@ pub unsafe fn remap_in_place(ptr: *mut u8, old: usize, new: usize) -> bool {
 /// # Safety
 /// Both ranges must be mappings made by this module; `old_ptr`'s mapping is gone afterwards.
 pub unsafe fn remap_to(old_ptr: *mut u8, old: usize, new_ptr: *mut u8, new: usize) -> bool {
+    count(3);
     // SAFETY: MREMAP_FIXED replaces the destination range, which the caller owns.
     let r = unsafe {
         libc::mremap(

@@ -9,6 +9,7 @@
 //!
 //! Concrete policies live in `alloclab-policies`; this crate knows none of them.
 
+use crate::purge::Purge;
 use crate::run::RunRef;
 use crate::safety::{DebugCaps, Safety, SamplePath};
 pub use crate::thread::ArenaCtx;
@@ -122,7 +123,16 @@ pub struct Options {
     /// Number of arenas for strategies with a fixed count; 0 means the strategy's default.
     pub narenas: usize,
     /// Dirty pages an arena keeps before purging; `usize::MAX` means the config's default.
+    /// The threshold of `Purge::Threshold` (the decay ignores it).
     pub dirty_max_pages: usize,
+    /// When dirty pages and cached huge mappings go back to the OS (`purge.rs`). `None`, the
+    /// default: `Purge::Threshold` if `dirty_max_pages` is set (a threshold is what it sets,
+    /// so options written before purging was a choice keep their meaning), else
+    /// `Purge::DEFAULT`, a decay of `purge::DEFAULT_DECAY_MS`. See [`Options::purge_policy`].
+    pub purge: Option<Purge>,
+    /// Bytes of freed huge mappings the heap keeps for reuse (at most
+    /// `purge::HUGE_CACHE_SLOTS` mappings); 0: none, every freed huge block is unmapped.
+    pub huge_cache_bytes: usize,
     /// Whether the heap's first use installs the process-wide `pthread_atfork` handlers of
     /// `alloclab::fork` (once per process). Off only for a program that installs its own.
     pub fork_handlers: bool,
@@ -164,11 +174,24 @@ impl Options {
     pub const DEFAULT: Options = Options {
         narenas: 0,
         dirty_max_pages: usize::MAX,
+        purge: None,
+        huge_cache_bytes: crate::purge::DEFAULT_HUGE_CACHE_BYTES,
         fork_handlers: true,
         safety: Safety::OFF,
         tcache_max_bytes: usize::MAX,
         tcache_check: TcacheCheck::Full,
     };
+}
+
+impl Options {
+    /// The purge policy these options choose (`purge`, or its default).
+    pub const fn purge_policy(&self) -> Purge {
+        match self.purge {
+            Some(p) => p,
+            None if self.dirty_max_pages != usize::MAX => Purge::Threshold,
+            None => Purge::DEFAULT,
+        }
+    }
 }
 
 impl Default for Options {

@@ -16,6 +16,7 @@
 //! heap's `Stats` count the program's: regions in caches are `cached`, not `live`, and
 //! allocations and frees are the program's calls, wherever they were served.
 
+use crate::os::Syscalls;
 use crate::size_class::{class_size, NBINS};
 use core::fmt::{self, Write};
 
@@ -76,11 +77,12 @@ pub struct ArenaStats {
     pub large_allocations: u64,
     /// Large frees since start.
     pub large_frees: u64,
-    /// Purge passes.
+    /// Purge passes (each chose dirty pages to return, whatever the number of spans).
     pub purges: u64,
     /// Pages returned to the OS by purging.
     pub purged_pages: u64,
-    /// Calls to the OS that returned pages (one per contiguous dirty span purged).
+    /// Calls to the OS that returned pages: `madvise` calls, one per contiguous dirty span
+    /// purged.
     pub purge_calls: u64,
     /// Acquisitions of the arena's lock, contended or not (reading these statistics is one).
     pub lock_acquisitions: u64,
@@ -148,6 +150,23 @@ pub struct Stats {
     pub huge_allocations: u64,
     /// Huge frees since start.
     pub huge_frees: u64,
+    /// Freed huge mappings waiting in the heap's cache for reuse.
+    pub huge_cached: usize,
+    /// Their bytes (counted in `mapped` and `resident`).
+    pub huge_cached_bytes: usize,
+    /// Huge allocations served by a cached mapping (no fresh `mmap`).
+    pub huge_cache_hits: u64,
+    /// Fresh mappings made for huge allocations and their moves (each one `mmap` or a few:
+    /// an aligned mapping may take up to three, see `os::map_aligned`).
+    pub huge_maps: u64,
+    /// Huge mappings, or tails of them, given back with `munmap` (arena chunks never are).
+    pub huge_unmaps: u64,
+    /// `mremap` calls for huge blocks (realloc, reuse of a smaller cached mapping).
+    pub huge_remaps: u64,
+    /// Memory system calls of the whole process through the engine (every heap), when the
+    /// snapshot was taken: `mmap` (chunks, huge mappings, metadata), `munmap`, `madvise`,
+    /// `mremap`.
+    pub syscalls: Syscalls,
     /// Bin counters summed over arenas.
     pub bins: [BinStats; NBINS],
 }
@@ -171,6 +190,18 @@ impl Default for Stats {
             huge_allocated: 0,
             huge_allocations: 0,
             huge_frees: 0,
+            huge_cached: 0,
+            huge_cached_bytes: 0,
+            huge_cache_hits: 0,
+            huge_maps: 0,
+            huge_unmaps: 0,
+            huge_remaps: 0,
+            syscalls: Syscalls {
+                mmap: 0,
+                munmap: 0,
+                madvise: 0,
+                mremap: 0,
+            },
             bins: [BinStats::default(); NBINS],
         }
     }
@@ -209,12 +240,13 @@ impl Stats {
         )?;
         writeln!(
             w,
-            "arenas: {} created, {} used; chunks: {}; purges: {} ({} pages)",
+            "arenas: {} created, {} used; chunks: {}; purges: {} ({} pages, {} madvise calls)",
             self.arenas,
             self.arenas_used,
             self.arena.chunks,
             self.arena.purges,
-            self.arena.purged_pages
+            self.arena.purged_pages,
+            self.arena.purge_calls
         )?;
         writeln!(
             w,
@@ -226,6 +258,21 @@ impl Stats {
             self.huge_allocated,
             self.huge_allocations,
             self.huge_frees
+        )?;
+        writeln!(
+            w,
+            "huge cache: {} mappings ({} bytes), {} hits; huge mappings made {}, unmapped {}, remapped {}",
+            self.huge_cached,
+            self.huge_cached_bytes,
+            self.huge_cache_hits,
+            self.huge_maps,
+            self.huge_unmaps,
+            self.huge_remaps
+        )?;
+        writeln!(
+            w,
+            "system calls (process): mmap {}, munmap {}, madvise {}, mremap {}",
+            self.syscalls.mmap, self.syscalls.munmap, self.syscalls.madvise, self.syscalls.mremap
         )?;
         if self.cached > 0 {
             writeln!(

@@ -2,7 +2,7 @@
 //! config a user registers (`cli::Registry`). An entry makes a fresh subject; the runner makes
 //! exactly one per measuring process, so resident sizes belong to one allocator.
 
-use alloclab_core::{Config, Heap, Options, TcacheCheck, MAX_ARENAS};
+use alloclab_core::{Config, Heap, Options, Purge, TcacheCheck, MAX_ARENAS};
 use alloclab_traces::subject::Subject;
 use std::sync::Arc;
 
@@ -90,7 +90,7 @@ pub struct HeapConf {
 }
 
 /// The keys `--heap-conf` takes besides `config`, with their values.
-pub const HEAP_CONF_KEYS: [(&str, &str); 4] = [
+pub const HEAP_CONF_KEYS: [(&str, &str); 6] = [
     ("tcache_check", "full|light"),
     (
         "tcache_max",
@@ -101,6 +101,14 @@ pub const HEAP_CONF_KEYS: [(&str, &str); 4] = [
         "0..=1024 (arenas of the fixed-count strategies; 0: their default)",
     ),
     ("dirty_max", "pages an arena keeps dirty before purging"),
+    (
+        "purge",
+        "threshold|decay|decay:MS (when dirty pages and cached huge blocks go back to the OS)",
+    ),
+    (
+        "huge_cache",
+        "bytes of freed huge blocks kept for reuse (0: none)",
+    ),
 ];
 
 fn decimal(key: &str, v: &str, max: usize) -> Result<usize, String> {
@@ -142,6 +150,12 @@ impl std::str::FromStr for HeapConf {
                 "tcache_max" => options.tcache_max_bytes = decimal(key, v, usize::MAX - 1)?,
                 "narenas" => options.narenas = decimal(key, v, MAX_ARENAS)?,
                 "dirty_max" => options.dirty_max_pages = decimal(key, v, usize::MAX - 1)?,
+                "purge" => {
+                    options.purge = Some(Purge::parse(v.as_bytes()).ok_or_else(|| {
+                        format!("`{s}`: `{entry}`: expected threshold, decay or decay:MS")
+                    })?)
+                }
+                "huge_cache" => options.huge_cache_bytes = decimal(key, v, usize::MAX - 1)?,
                 _ => {
                     let keys: Vec<&str> = HEAP_CONF_KEYS.iter().map(|k| k.0).collect();
                     return Err(format!(
@@ -214,6 +228,18 @@ mod tests {
         assert_eq!(c.options.tcache_max_bytes, 4096);
         assert_eq!(c.options.dirty_max_pages, 0);
         assert_eq!(c.options.tcache_check, TcacheCheck::Full);
+        assert_eq!(
+            c.options.purge_policy(),
+            Purge::Threshold,
+            "dirty_max sets a threshold"
+        );
+        let c: HeapConf = "decay=config:lifo-tcache,purge:decay:250,huge_cache:0"
+            .parse()
+            .unwrap();
+        assert_eq!(c.options.purge, Some(Purge::Decay(250)));
+        assert_eq!(c.options.huge_cache_bytes, 0);
+        let c: HeapConf = "t=config:lifo,purge:threshold".parse().unwrap();
+        assert_eq!(c.options.purge_policy(), Purge::Threshold);
     }
 
     #[test]
@@ -232,6 +258,8 @@ mod tests {
             ("x=config:lifo,narenas:-1", "decimal number"),
             ("x=config:lifo,narenas:+4", "decimal number"),
             ("x=config:lifo,dirty_max:", "decimal number"),
+            ("x=config:lifo,purge:never", "threshold, decay or decay:MS"),
+            ("x=config:lifo,huge_cache:lots", "decimal number"),
             ("x=config:lifo,poison:all", "--preload-conf"),
         ] {
             let e = text.parse::<HeapConf>().unwrap_err();

@@ -310,6 +310,10 @@ pub fn print_stats(fd: i32, when: &str) {
     let _ = (ops.describe)(&mut title);
     let sel = conf.selection();
     title.str(", narenas ").num(sel.options.narenas);
+    match sel.options.purge_policy() {
+        alloclab_core::Purge::Threshold => title.str(", purge threshold"),
+        alloclab_core::Purge::Decay(ms) => title.str(", purge decay:").num(ms as usize),
+    };
     let stats = (ops.stats)();
     // The title is ASCII we built; user input never reaches it.
     let text = core::str::from_utf8(title.as_bytes()).unwrap_or("alloclab");

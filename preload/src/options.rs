@@ -7,7 +7,7 @@
 
 use crate::select::{Arenas, Reuse, Selection};
 use alloclab_core::safety::CACHE_LINE;
-use alloclab_core::{Options, Poison, Safety, TcacheCheck, MAX_ARENAS};
+use alloclab_core::{Options, Poison, Purge, Safety, TcacheCheck, MAX_ARENAS};
 
 // ---- the configuration being built ------------------------------------------------------------
 
@@ -41,6 +41,10 @@ pub struct Conf {
     pub narenas: usize,
     /// Dirty pages an arena keeps before purging, if given explicitly.
     pub dirty_max: Option<usize>,
+    /// The purge policy, if given explicitly (else the engine's default: `Options::purge`).
+    pub purge: Option<Purge>,
+    /// Bytes of freed huge mappings kept for reuse.
+    pub huge_cache: usize,
     /// What `realloc(ptr, 0)` does.
     pub zero_realloc: ZeroRealloc,
     /// Print heap statistics to stderr at exit.
@@ -274,6 +278,8 @@ impl Conf {
             tcache_check: TcacheCheck::Full,
             narenas: 0,
             dirty_max: None,
+            purge: None,
+            huge_cache: alloclab_core::purge::DEFAULT_HUGE_CACHE_BYTES,
             zero_realloc: ZeroRealloc::Free,
             stats_print: false,
             abort_conf: false,
@@ -312,6 +318,8 @@ impl Conf {
             options: Options {
                 narenas: self.narenas,
                 dirty_max_pages: self.dirty_max.unwrap_or(Options::DEFAULT.dirty_max_pages),
+                purge: self.purge,
+                huge_cache_bytes: self.huge_cache,
                 // Ours (`init.rs`) also take the log's lock, and are registered once the
                 // allocator is published (glibc calls `malloc` to record them).
                 fork_handlers: false,
@@ -395,7 +403,7 @@ pub struct Opt {
 }
 
 /// Every option, in `help` order.
-pub static OPTIONS: [Opt; 23] = [
+pub static OPTIONS: [Opt; 25] = [
     Opt {
         name: "config",
         values: "addr-ordered|lifo|mrf|mrf-current|lifo-tcache",
@@ -491,6 +499,30 @@ pub static OPTIONS: [Opt; 23] = [
             } else {
                 Some(number(v, usize::MAX - 1)?)
             };
+            Ok(())
+        },
+    },
+    Opt {
+        name: "purge",
+        values: "default|threshold|decay|decay:ms",
+        default: "default",
+        help: "when dirty pages and cached huge blocks go back to the OS: threshold (beyond dirty_max, at once), decay:ms (after ms milliseconds, on later activity; decay: 1000); default: decay, or threshold if dirty_max is given",
+        set: |c, v| {
+            c.purge = if v == b"default" {
+                None
+            } else {
+                Some(Purge::parse(v).ok_or("not threshold, decay or decay:<ms up to 3600000>")?)
+            };
+            Ok(())
+        },
+    },
+    Opt {
+        name: "huge_cache",
+        values: "bytes",
+        default: "67108864",
+        help: "bytes of freed huge blocks (at most 8) kept for reuse instead of unmapped (0: none)",
+        set: |c, v| {
+            c.huge_cache = number(v, usize::MAX - 1)?;
             Ok(())
         },
     },
@@ -744,6 +776,7 @@ mod tests {
                     "bytes" => "256",
                     "0..=1000000000" => "1000",
                     "0..=3600000" => "10",
+                    "decay:ms" => "decay:250",
                     v => v,
                 };
                 assert_eq!((opt.set)(&mut c, v.as_bytes()), Ok(()), "{}:{v}", opt.name);
@@ -760,6 +793,30 @@ mod tests {
         assert!(!d.stats_print && !d.abort_conf);
         assert_eq!(d.zero_realloc, ZeroRealloc::Free);
         assert!(d.log.is_off());
+    }
+
+    #[test]
+    fn purge_and_huge_cache_reach_the_heap_options() {
+        let set = |c: &mut Conf, k: &[u8], v: &[u8]| (find(k).unwrap().set)(c, v);
+        let d = Conf::defaults().selection().options;
+        assert_eq!((d.purge, d.purge_policy()), (None, Purge::DEFAULT));
+        assert_eq!(
+            d.huge_cache_bytes,
+            alloclab_core::purge::DEFAULT_HUGE_CACHE_BYTES
+        );
+        let mut c = Conf::defaults();
+        set(&mut c, b"dirty_max", b"64").unwrap();
+        assert_eq!(c.selection().options.purge_policy(), Purge::Threshold);
+        set(&mut c, b"purge", b"decay:20").unwrap();
+        set(&mut c, b"huge_cache", b"0").unwrap();
+        let o = c.selection().options;
+        assert_eq!(
+            (o.purge_policy(), o.huge_cache_bytes),
+            (Purge::Decay(20), 0)
+        );
+        assert!(set(&mut c, b"purge", b"decay:soon").is_err());
+        set(&mut c, b"purge", b"default").unwrap();
+        assert_eq!(c.selection().options.purge_policy(), Purge::Threshold);
     }
 
     #[test]

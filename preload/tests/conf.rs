@@ -66,9 +66,9 @@ fn bad_entries_print_one_line_each_and_the_rest_applies() {
     // The good entries took effect: statistics printed, one arena, default reuse.
     assert_eq!(reports.len(), 1, "{}", out.stderr);
     assert!(
-        reports[0]
-            .title
-            .ends_with("reuse lifo, arenas single, front thread-cache, narenas 0"),
+        reports[0].title.ends_with(
+            "reuse lifo, arenas single, front thread-cache, narenas 0, purge decay:1000"
+        ),
         "{}",
         reports[0].title
     );

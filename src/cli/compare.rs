@@ -134,7 +134,8 @@ pub struct CompareArgs {
     pub preload: Vec<programs::LibrarySubject>,
     /// One more in-process subject: an alloclab config with run-time options, named NAME
     /// (repeatable), e.g. `--heap-conf light=config:lifo-tcache,tcache_check:light`; keys
-    /// config, tcache_check, tcache_max, narenas, dirty_max, as in ALLOCLAB_CONF.
+    /// config, tcache_check, tcache_max, narenas, dirty_max, purge, huge_cache, as in
+    /// ALLOCLAB_CONF.
     #[arg(long, value_name = "NAME=CONF", value_parser = parse_heap_conf)]
     pub heap_conf: Vec<String>,
     /// Measure a measurement again, up to this many times, while other processes take more

@@ -209,5 +209,11 @@ fn options_changed(o: &Options) -> Vec<String> {
     if o.dirty_max_pages != d.dirty_max_pages {
         v.push(format!("dirty_max:{}", o.dirty_max_pages));
     }
+    if let Some(p) = o.purge {
+        v.push(format!("purge:{p}"));
+    }
+    if o.huge_cache_bytes != d.huge_cache_bytes {
+        v.push(format!("huge_cache:{}", o.huge_cache_bytes));
+    }
     v
 }

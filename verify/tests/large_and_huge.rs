@@ -117,8 +117,12 @@ fn purging_starts_past_the_dirty_limit_and_stops_at_half() {
 #[test]
 fn the_default_dirty_limit_is_the_configs() {
     // `Config::DIRTY_MAX_PAGES` (256) when the option is left at its default: 200 dirty pages
-    // are kept, 300 are purged down to at most 128.
-    let h = heap(usize::MAX);
+    // are kept, 300 are purged down to at most 128 (under the threshold rule, which a default
+    // `dirty_max_pages` does not choose by itself: the default purge is a decay).
+    let h: H = Heap::with_options(Options {
+        purge: Some(alloclab_core::Purge::Threshold),
+        ..Options::DEFAULT
+    });
     let a = h.malloc(pages(200));
     let b = h.malloc(pages(100));
     // SAFETY: live allocations of `h`, each freed once.

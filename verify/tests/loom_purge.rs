@@ -82,7 +82,8 @@ fn two_frees_purge_unlocked_at_once() {
 #[test]
 fn an_explicit_purge_runs_unlocked_against_a_free() {
     model(|| {
-        // The default limit: only `purge` returns pages here.
+        // The default policy, a decay, whose clock stands still under loom (`os::monotonic_ns`
+        // is 0): only `purge` returns pages here.
         let heap = Arc::new(Heap::<C>::new());
         let p = heap.malloc(2 * PAGE) as usize;
         let q = heap.malloc(2 * PAGE) as usize;
@@ -99,5 +100,45 @@ fn an_explicit_purge_runs_unlocked_against_a_free() {
         let st = heap.stats();
         assert_eq!(st.dirty, 0);
         assert_eq!(st.arena.purged_pages, 4, "{st:?}");
+    });
+}
+
+/// The cache of freed huge mappings (`core/src/huge.rs`) has a lock of its own: two threads
+/// free a huge block each and allocate another, so a free puts a mapping in the cache while
+/// the other thread's allocation looks for one. Each allocation is served by a cached mapping
+/// or a fresh one, never one still live, and no mapping is lost or counted twice.
+#[test]
+fn racing_huge_frees_and_allocations_share_the_cache() {
+    const HUGE: usize = 2 << 20;
+    model(|| {
+        let heap = Arc::new(Heap::<C>::new());
+        let a = heap.malloc(HUGE) as usize;
+        let b = heap.malloc(HUGE) as usize;
+        let h = heap.clone();
+        let t = spawn(move || {
+            // SAFETY: `a` is live, freed only here.
+            unsafe { h.free(a as *mut u8) };
+            h.malloc(HUGE) as usize
+        });
+        // SAFETY: `b` is live, freed only here.
+        unsafe { heap.free(b as *mut u8) };
+        let q = heap.malloc(HUGE) as usize;
+        let p = t.join().unwrap();
+        assert_ne!(p, q);
+        heap.check_live(&mut [(p, HUGE), (q, HUGE)]).unwrap();
+        let st = heap.stats();
+        assert_eq!(st.huge_live, 2, "{st:?}");
+        // Nothing is unmapped (the cache holds 8): every mapping made is live or cached.
+        assert_eq!(st.huge_unmaps, 0, "{st:?}");
+        assert_eq!(
+            st.huge_live + st.huge_cached,
+            st.huge_maps as usize,
+            "{st:?}"
+        );
+        assert_eq!(st.huge_cache_hits + st.huge_maps, 4, "{st:?}");
+        heap.purge();
+        let st = heap.stats();
+        assert_eq!(st.huge_cached, 0, "{st:?}");
+        heap.check_invariants().unwrap();
     });
 }

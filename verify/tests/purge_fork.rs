@@ -118,7 +118,11 @@ fn dirty_four(heap: &Heap<C>) {
 #[test]
 fn a_fork_in_the_purge_window_leaves_no_page_in_flight() {
     // The first use installs the fork handlers (`Options::fork_handlers`).
-    let heap = Arc::new(Heap::<C>::new());
+    // The threshold rule (the default decay would purge only after a delay).
+    let heap = Arc::new(Heap::<C>::with_options(alloclab_core::Options {
+        purge: Some(alloclab_core::Purge::Threshold),
+        ..alloclab_core::Options::DEFAULT
+    }));
     set_purge_hook(Some(hook));
 
     // 1. Another thread is in the window at the fork.

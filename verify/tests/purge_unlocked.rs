@@ -92,7 +92,11 @@ fn helper(heap: Arc<Heap<C>>, requests: Receiver<Request>) {
 
 #[test]
 fn madvise_runs_without_the_arena_lock() {
-    let heap = Arc::new(Heap::<C>::new());
+    // The threshold rule (the default decay would purge only after a delay).
+    let heap = Arc::new(Heap::<C>::with_options(alloclab_core::Options {
+        purge: Some(alloclab_core::Purge::Threshold),
+        ..alloclab_core::Options::DEFAULT
+    }));
     let (tx, rx) = channel();
     *HELPER.lock().unwrap() = Some(tx);
     set_purge_hook(Some(hook));

@@ -348,6 +348,8 @@ pub fn split_reports(stderr: &str) -> (Vec<Report>, String) {
             if line.starts_with("allocated:")
                 || line.starts_with("resident:")
                 || line.starts_with("thread caches:")
+                || line.starts_with("huge cache:")
+                || line.starts_with("system calls (process):")
                 || line.trim_start().starts_with("bin ")
             {
                 continue;
