@@ -101,6 +101,7 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
             scale: grid.scale,
             quick: args.quick,
             instructions: false,
+            syscalls: false,
             shards: Vec::new(),
             heap_confs: Vec::new(),
             metrics: probe_metrics(&study),
