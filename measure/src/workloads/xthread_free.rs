@@ -29,6 +29,9 @@ enum Message {
     EndOfRound,
 }
 
+/// A freeing thread's ends: where its blocks come from, where it answers at a round's end.
+type FreerEnds = (Receiver<Message>, Sender<u64>);
+
 /// The xthread-free workload.
 pub struct XthreadFree;
 
@@ -171,7 +174,7 @@ impl Workload for XthreadFree {
         let (done_tx, done_rx) = channel::<u64>();
         // Thread 0 allocates; thread t > 0 frees what comes on `from[t - 1]`.
         let allocating = Mutex::new(Some((to, done_rx)));
-        let freeing: Vec<Mutex<Option<(Receiver<Message>, Sender<u64>)>>> = from
+        let freeing: Vec<Mutex<Option<FreerEnds>>> = from
             .into_iter()
             .map(|rx| Mutex::new(Some((rx, done_tx.clone()))))
             .collect();
