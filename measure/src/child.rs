@@ -1044,6 +1044,20 @@ totals: 887 176 206 0 8 7 0 1 2
 100.00    0.007200           5      1287           total
 ";
 
+    /// The summary of a measuring child: `alloclab measure-child --subject lifo --workload
+    /// idle-bursts --threads 2` under strace 6.1, as `--syscalls` runs it.
+    const STRACE_CHILD: &str = "\
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 98.52    0.259889          17     15018           madvise
+  1.00    0.002645          36        73           mmap
+  0.38    0.001005          23        43           munmap
+  0.09    0.000230          12        19           mprotect
+  0.01    0.000017           4         4           brk
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.263786          17     15157           total
+";
+
     #[test]
     fn a_real_strace_summary_is_read_call_by_call() {
         let c = parse_strace_summary(STRACE_SAMPLE).unwrap();
@@ -1070,6 +1084,18 @@ totals: 887 176 206 0 8 7 0 1 2
         assert_eq!(parse_strace_summary(&noted).unwrap(), c);
         // strace writes nothing when it saw no call.
         assert_eq!(parse_strace_summary("").unwrap(), SyscallCounts::default());
+        let child = parse_strace_summary(STRACE_CHILD).unwrap();
+        assert_eq!(
+            (
+                child.madvise,
+                child.mmap,
+                child.munmap,
+                child.mprotect,
+                child.brk
+            ),
+            (15018, 73, 43, 19, 4)
+        );
+        assert_eq!((child.mremap, child.total), (0, 15157));
     }
 
     #[test]
