@@ -307,6 +307,14 @@ fn bad_requests_get_clear_errors() {
             ],
             "--preload-conf",
         ),
+        (
+            vec!["compare", "--out", o, "--syscalls", "--programs"],
+            "--programs does not run them",
+        ),
+        (
+            vec!["compare", "--out", o, "--syscalls", "--instructions"],
+            "cannot be used with",
+        ),
     ] {
         let r = alloclab(&args);
         assert!(!r.status.success(), "{args:?} fails");

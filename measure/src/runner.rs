@@ -529,6 +529,15 @@ mod tests {
         unknown.plan.subjects = vec!["system".into(), "nosuch".into()];
         let err = validate(&unknown, &entries, &super::super::workloads::all()).unwrap_err();
         assert!(err.contains("unknown subject `nosuch`"), "{err}");
+        let mut both = opts.clone();
+        both.plan.subjects = vec!["system".into()];
+        both.plan.instructions = true;
+        both.plan.syscalls = true;
+        let err = validate(&both, &entries, &super::super::workloads::all()).unwrap_err();
+        assert!(
+            err.contains("--instructions and --syscalls cannot share"),
+            "{err}"
+        );
     }
 
     #[test]

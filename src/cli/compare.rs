@@ -340,6 +340,13 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
              --programs runs whole",
         );
     }
+    if args.syscalls && args.programs {
+        return fail(
+            "compare",
+            "--syscalls counts the system calls of the built-in workloads' measuring children; \
+             --programs does not run them (run a program under `strace -f -c` yourself)",
+        );
+    }
     if !args.heap_conf.is_empty() && args.programs {
         return fail(
             "compare",
