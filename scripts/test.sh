@@ -55,7 +55,8 @@ limit() {
 step "set-up: what a fresh machine lacks"
 # The suite needs more than cargo: rustfmt and clippy, the programs liballoclab.so's tests run
 # under LD_PRELOAD (preload/tests), a C++ compiler for the peers (snmalloc), slurm and munge
-# for the job-array test (papers/slurm), and cargo-fuzz for the fuzz smoke step. Install
+# for the job-array test (papers/slurm), strace for `compare --syscalls` (tests/compare.rs),
+# and cargo-fuzz for the fuzz smoke step. Install
 # whatever is missing (apt-get as root, or through sudo), so that this one command works on a
 # fresh machine.
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
@@ -68,7 +69,7 @@ if ! cargo fuzz --version 2>/dev/null | grep -q "0.13.1"; then
     background_pid=$!
 fi
 missing=""
-for pkg in python3 perl lua5.4 sqlite3 gcc g++ git slurm-wlm munge; do
+for pkg in python3 perl lua5.4 sqlite3 gcc g++ git slurm-wlm munge strace; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
         missing="$missing $pkg"
 done

@@ -307,6 +307,14 @@ fn bad_requests_get_clear_errors() {
             ],
             "--preload-conf",
         ),
+        (
+            vec!["compare", "--out", o, "--syscalls", "--programs"],
+            "--programs does not run them",
+        ),
+        (
+            vec!["compare", "--out", o, "--syscalls", "--instructions"],
+            "cannot be used with",
+        ),
     ] {
         let r = alloclab(&args);
         assert!(!r.status.success(), "{args:?} fails");
@@ -1176,6 +1184,7 @@ fn poisoning_every_byte_costs_more_instructions_per_free_than_none() {
             },
             env_pad: 0,
             callgrind_dir: Some(dir.clone()),
+            strace_dir: None,
             timeout: std::time::Duration::from_secs(300),
         };
         match spawn.run() {
@@ -1197,4 +1206,78 @@ fn poisoning_every_byte_costs_more_instructions_per_free_than_none() {
         "poison-all {all:?} against poison-none {none:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether strace can be run here (the `--syscalls` test needs it; scripts/test.sh installs
+/// it, so CI runs the test; without it the test says so and checks nothing else).
+fn strace_runs() -> bool {
+    let found = Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("strace not found: the --syscalls check is skipped (apt-get install strace)");
+    }
+    found
+}
+
+#[test]
+fn syscalls_are_counted_per_measurement_and_reported() {
+    if !strace_runs() {
+        return;
+    }
+    let out = scratch("syscalls");
+    ok(&[
+        "compare",
+        "--out",
+        out.to_str().unwrap(),
+        "--subjects",
+        "system,lifo",
+        "--workloads",
+        "large-loop",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--scale",
+        "0.001",
+        "--seed",
+        "5",
+        "--syscalls",
+        "--no-progress",
+        "--retry-disturbed",
+        "0",
+    ]);
+    let results = Results::read(&out.join("results.json")).unwrap();
+    assert!(results.failures.is_empty(), "{:?}", results.failures);
+    assert!(results.plan.syscalls);
+    assert_eq!(results.measurements.len(), 2);
+    for m in &results.measurements {
+        let c = m.metrics.syscalls.expect("strace's counts");
+        // The loader maps the binary and its libraries; large-loop's buffers of 2..32 MiB are
+        // mapped by both allocators (glibc: above its mmap threshold at first).
+        assert!(c.mmap > 0, "{}: {c:?}", m.subject);
+        assert_eq!(
+            c.total,
+            c.mmap + c.munmap + c.madvise + c.mremap + c.mprotect + c.brk,
+            "{}: {c:?}",
+            m.subject
+        );
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for metric in [
+        "syscalls.mmap",
+        "syscalls.munmap",
+        "syscalls.madvise",
+        "syscalls.total",
+    ] {
+        assert!(report.contains(metric), "{metric} missing from report.md");
+    }
+    assert!(report.contains("under strace"), "{report}");
+    // No strace summaries are left behind.
+    let left: Vec<_> = std::fs::read_dir(out.join("callgrind").join("strace"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&out);
 }

@@ -408,8 +408,9 @@ fn a_trace_prefix_is_the_trace_cut_short() {
 fn workload_names_are_unique_and_found() {
     let all = workloads::all();
     let mut names: Vec<&str> = all.iter().map(|w| w.name()).collect();
-    // Nine synthetic workloads and every bundled trace twice (touch, no touch).
-    assert_eq!(names.len(), 9 + 2 * alloclab::trace::bundled::ALL.len());
+    // Thirteen synthetic workloads (nine, and the four shapes of issue 42) and every bundled
+    // trace twice (touch, no touch).
+    assert_eq!(names.len(), 13 + 2 * alloclab::trace::bundled::ALL.len());
     for n in &names {
         assert_eq!(
             workloads::by_name(n)
@@ -422,4 +423,52 @@ fn workload_names_are_unique_and_found() {
     names.dedup();
     assert_eq!(names.len(), all.len());
     assert!(workloads::by_name("no-such-workload").is_none());
+}
+
+/// The four shapes of issue 42 (idle phases, transfers, large buffers, cross-thread frees)
+/// run and check themselves under glibc and an alloclab config, on one thread and on three
+/// (where every free of the cross-thread ones happens on another thread).
+#[test]
+fn the_four_shapes_pass_on_system_and_lifo() {
+    let shapes = [
+        "idle-bursts",
+        "transfer-stress",
+        "large-loop",
+        "xthread-free",
+    ];
+    let all: Vec<String> = workloads::all()
+        .iter()
+        .map(|w| w.name().to_string())
+        .collect();
+    for name in shapes {
+        assert!(
+            all.iter().any(|n| n == name),
+            "{name} is not in workloads::all()"
+        );
+    }
+    let entries = builtin();
+    for subject in ["system", "lifo"] {
+        let entry = entries
+            .iter()
+            .find(|e| e.name == subject)
+            .unwrap_or_else(|| panic!("no subject {subject}"));
+        for name in shapes {
+            let w = workloads::by_name(name).unwrap();
+            let threads: &[usize] = if w.threaded() { &[1, 3] } else { &[1] };
+            for &t in threads {
+                let s = (entry.make)();
+                let p = Params {
+                    threads: t,
+                    scale: SMALL,
+                    seed: 11,
+                };
+                let out = w
+                    .run(s.as_ref(), &p)
+                    .unwrap_or_else(|e| panic!("{name} x{t} on {subject}: {e}"));
+                assert!(out.ops > 200, "{name} x{t} on {subject}: {} calls", out.ops);
+                s.check()
+                    .unwrap_or_else(|e| panic!("{name} x{t} left {subject} inconsistent: {e}"));
+            }
+        }
+    }
 }

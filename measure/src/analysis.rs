@@ -312,6 +312,11 @@ macro_rules! instr {
         |m: &Metrics| m.instructions.as_ref().map(|i| i.$field)
     };
 }
+macro_rules! syscalls {
+    ($field:ident) => {
+        |m: &Metrics| m.syscalls.as_ref().map(|c| c.$field as f64)
+    };
+}
 macro_rules! per_free {
     ($field:ident) => {
         |m: &Metrics| {
@@ -549,6 +554,31 @@ pub const METRICS: &[MetricDef] = &[
                 .and_then(|h| h.lock_wait_ns_max_arena)
                 .map(|v| v as f64 * 1e-9)
         },
+    },
+    MetricDef {
+        name: "syscalls.mmap",
+        unit: "count",
+        get: syscalls!(mmap),
+    },
+    MetricDef {
+        name: "syscalls.munmap",
+        unit: "count",
+        get: syscalls!(munmap),
+    },
+    MetricDef {
+        name: "syscalls.madvise",
+        unit: "count",
+        get: syscalls!(madvise),
+    },
+    MetricDef {
+        name: "syscalls.mremap",
+        unit: "count",
+        get: syscalls!(mremap),
+    },
+    MetricDef {
+        name: "syscalls.total",
+        unit: "count",
+        get: syscalls!(total),
     },
     MetricDef {
         name: "instructions.instructions",

@@ -20,6 +20,7 @@ pub fn plan_fields(plan: &Plan) -> Vec<(&'static str, String)> {
         scale,
         quick,
         instructions,
+        syscalls,
         shards,
         heap_confs,
         metrics,
@@ -27,7 +28,7 @@ pub fn plan_fields(plan: &Plan) -> Vec<(&'static str, String)> {
         // differ only in them are still parts of one campaign.
         margins: _,
     } = plan;
-    vec![
+    let mut fields = vec![
         ("subjects", list(subjects)),
         ("workloads", list(workloads)),
         ("threads", list(threads)),
@@ -41,7 +42,13 @@ pub fn plan_fields(plan: &Plan) -> Vec<(&'static str, String)> {
         ("heap confs", list(heap_confs)),
         ("shards", list(shards)),
         ("metrics", list(metrics)),
-    ]
+    ];
+    // Named only when asked for, so that the plans (and derived seeds) of runs without it
+    // read as they did before it existed.
+    if *syscalls {
+        fields.push(("syscalls", "true".to_string()));
+    }
+    fields
 }
 
 /// The fields that say which build measured: measurements of two builds are not one sample.

@@ -9,7 +9,7 @@
 //! the top of the stack, so its size moves the stack and everything laid out below it
 //! (Mytkowicz et al., "Producing wrong data without doing anything obviously wrong!").
 
-use super::schema::{FreeMetrics, InstructionMetrics, Metrics};
+use super::schema::{FreeMetrics, InstructionMetrics, Metrics, SyscallCounts};
 use super::subjects::SubjectEntry;
 use super::workloads::{Params, Workload};
 use alloclab_traces::replay::rss;
@@ -162,6 +162,8 @@ pub fn run_child(
                         super::schema::ProbeMetrics::of(&s, "in-process")
                     })
                     .flatten(),
+                // Counted from outside, by the parent ([`Spawn::run`]).
+                syscalls: None,
             });
         }
         // A pilot's later iterations are timed afresh, never on top of the first.
@@ -192,6 +194,9 @@ pub struct Spawn {
     pub env_pad: usize,
     /// Run under callgrind, writing its counts into this directory.
     pub callgrind_dir: Option<PathBuf>,
+    /// Run under `strace -f -c`, writing its summary into this directory (the memory system
+    /// calls of the whole process: [`STRACED`]).
+    pub strace_dir: Option<PathBuf>,
     /// Kill the child after this long.
     pub timeout: Duration,
 }
@@ -205,8 +210,19 @@ pub enum ChildResult {
     Failed(String),
 }
 
+/// The system calls `--syscalls` counts: those an allocator gets and gives back memory with.
+pub const STRACED: [&str; 6] = ["mmap", "munmap", "madvise", "mremap", "mprotect", "brk"];
+
+/// A name for the next strace summary file of this process.
+fn strace_file(dir: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    dir.join(format!("strace.{}.{n}", std::process::id()))
+}
+
 impl Spawn {
-    fn command(&self) -> Command {
+    /// The command of the child; with `strace_dir`, and the file strace writes its summary to.
+    fn command(&self) -> (Command, Option<PathBuf>) {
         let mut argv: Vec<String> = vec![
             CHILD_COMMAND.to_string(),
             "--subject".into(),
@@ -228,8 +244,27 @@ impl Spawn {
         if self.args.probe {
             argv.push("--probe".into());
         }
-        let mut cmd = match &self.callgrind_dir {
-            Some(dir) => {
+        let mut summary = None;
+        let mut cmd = match (&self.callgrind_dir, &self.strace_dir) {
+            (None, Some(dir)) => {
+                let file = strace_file(dir);
+                let mut c = Command::new("strace");
+                // `--seccomp-bpf` stops the child at the counted calls only (not at every
+                // futex, read or nanosleep): strace costs a few microseconds per counted call
+                // and nothing elsewhere. `-f` follows every thread.
+                c.arg("-f")
+                    .arg("-c")
+                    .arg("--seccomp-bpf")
+                    .arg("-o")
+                    .arg(&file)
+                    .arg("-e")
+                    .arg(format!("trace={}", STRACED.join(",")))
+                    .arg("--")
+                    .arg(&self.exe);
+                summary = Some(file);
+                c
+            }
+            (Some(dir), _) => {
                 let mut c = Command::new("valgrind");
                 c.arg("--tool=callgrind")
                     .arg("--cache-sim=yes")
@@ -247,7 +282,7 @@ impl Spawn {
                 .arg(&self.exe);
                 c
             }
-            None => Command::new(&self.exe),
+            (None, None) => Command::new(&self.exe),
         };
         cmd.args(argv.drain(..));
         cmd.env(PAD_VARIABLE, "x".repeat(self.env_pad));
@@ -272,15 +307,23 @@ impl Spawn {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        cmd
+        (cmd, summary)
     }
 
     /// Runs the child to the end and collects its report, with its disturbance: what other
     /// processes took of the machine from just before its start to just after its exit.
     pub fn run(&self) -> ChildResult {
         let window = super::disturbance::Window::start();
-        let child = match self.command().spawn() {
+        let (mut command, summary) = self.command();
+        let child = match command.spawn() {
             Ok(c) => c,
+            Err(e) if summary.is_some() && e.kind() == std::io::ErrorKind::NotFound => {
+                return ChildResult::Failed(
+                    "--syscalls runs every measurement under strace, which is not installed \
+                     (apt-get install strace)"
+                        .into(),
+                )
+            }
             Err(e) => return ChildResult::Failed(format!("cannot start the child: {e}")),
         };
         let pid = child.id();
@@ -320,8 +363,100 @@ impl Spawn {
             }
             let _ = std::fs::remove_file(&file);
         }
+        if let Some(file) = summary {
+            let counted = std::fs::read_to_string(&file)
+                .map_err(|e| format!("strace summary {}: {e}", file.display()))
+                .and_then(|text| {
+                    parse_strace_summary(&text)
+                        .map_err(|e| format!("strace summary {}: {e}", file.display()))
+                });
+            let _ = std::fs::remove_file(&file);
+            match counted {
+                Ok(c) => report.metrics.syscalls = Some(c),
+                Err(e) => return ChildResult::Failed(e),
+            }
+        }
         ChildResult::Done(Box::new(report))
     }
+}
+
+/// Reads the table `strace -c` writes (`% time  seconds  usecs/call  calls  errors
+/// syscall`, a dashed rule, a row per system call, a rule, the `total` row): the calls of
+/// each of [`STRACED`], and their total. A call strace saw none of has no row (0). Anything
+/// else (no header, a row whose calls are not a number, no total row, a total that is not
+/// the sum of the rows) is an error that says what; an empty file (strace writes none when it
+/// saw no call) is all zeros.
+pub fn parse_strace_summary(text: &str) -> Result<SyscallCounts, String> {
+    // strace writes nothing at all when it saw none of the calls it traced.
+    if text.trim().is_empty() {
+        return Ok(SyscallCounts::default());
+    }
+    let mut lines = text.lines().map(str::trim).enumerate();
+    // Lines before the header (strace's own notes, as `strace: Process 12 attached`) are
+    // skipped.
+    let header = lines
+        .by_ref()
+        .find(|(_, l)| l.contains("calls") && l.ends_with("syscall"))
+        .ok_or("no `calls ... syscall` header: not the summary of `strace -c`")?;
+    let columns: Vec<&str> = header.1.split_whitespace().collect();
+    // `% time` is two words; the calls are the 4th column of numbers, the name the last.
+    if columns.first() != Some(&"%") {
+        return Err(format!(
+            "line {}: unexpected header `{}`",
+            header.0 + 1,
+            header.1
+        ));
+    }
+    let mut counts = SyscallCounts::default();
+    let mut rows_total = 0u64;
+    let mut total = None;
+    for (i, line) in lines {
+        if line.is_empty() || line.starts_with('-') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // percent, seconds, usecs/call, calls, [errors,] name
+        if fields.len() < 5 {
+            return Err(format!("line {}: `{line}` is not a summary row", i + 1));
+        }
+        let name = fields[fields.len() - 1];
+        let calls: u64 = fields[3].parse().map_err(|_| {
+            format!(
+                "line {}: `{}` is not a number of calls (row `{line}`)",
+                i + 1,
+                fields[3]
+            )
+        })?;
+        if name == "total" {
+            total = Some(calls);
+            break;
+        }
+        rows_total += calls;
+        let slot = match name {
+            "mmap" => &mut counts.mmap,
+            "munmap" => &mut counts.munmap,
+            "madvise" => &mut counts.madvise,
+            "mremap" => &mut counts.mremap,
+            "mprotect" => &mut counts.mprotect,
+            "brk" => &mut counts.brk,
+            other => {
+                return Err(format!(
+                    "line {}: `{other}` is not one of the counted calls ({})",
+                    i + 1,
+                    STRACED.join(", ")
+                ))
+            }
+        };
+        *slot += calls;
+    }
+    let total = total.ok_or("no `total` row: the summary is cut short")?;
+    if total != rows_total {
+        return Err(format!(
+            "the `total` row says {total} calls, its rows add up to {rows_total}"
+        ));
+    }
+    counts.total = total;
+    Ok(counts)
 }
 
 pub fn exited_zero(status: libc::c_int) -> bool {
@@ -893,6 +1028,108 @@ totals: 887 176 206 0 8 7 0 1 2
         let (status, _) = wait_with_rusage(spawn(&["false"]), Duration::from_secs(30)).unwrap();
         assert!(!exited_zero(status));
         assert!(describe_status(status).contains("status 1"));
+    }
+
+    /// A summary as strace 6.1 wrote it (`strace -f -c --seccomp-bpf -e trace=mmap,munmap,
+    /// madvise,mremap,mprotect,brk`) for a process whose thread allocated 50 MiB.
+    const STRACE_SAMPLE: &str = "\
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 46.33    0.003336          66        50           munmap
+ 36.26    0.002611           2       949           mmap
+  9.03    0.000650           4       137           brk
+  7.39    0.000532           3       150           mprotect
+  0.99    0.000071          71         1           madvise
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.007200           5      1287           total
+";
+
+    /// The summary of a measuring child: `alloclab measure-child --subject lifo --workload
+    /// idle-bursts --threads 2` under strace 6.1, as `--syscalls` runs it.
+    const STRACE_CHILD: &str = "\
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 98.52    0.259889          17     15018           madvise
+  1.00    0.002645          36        73           mmap
+  0.38    0.001005          23        43           munmap
+  0.09    0.000230          12        19           mprotect
+  0.01    0.000017           4         4           brk
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.263786          17     15157           total
+";
+
+    #[test]
+    fn a_real_strace_summary_is_read_call_by_call() {
+        let c = parse_strace_summary(STRACE_SAMPLE).unwrap();
+        assert_eq!(
+            c,
+            SyscallCounts {
+                mmap: 949,
+                munmap: 50,
+                madvise: 1,
+                mremap: 0,
+                mprotect: 150,
+                brk: 137,
+                total: 1287,
+            }
+        );
+        // strace's notes before the table, and a row with errors, read too.
+        let noted = format!(
+            "strace: Process 12 attached\n{}",
+            STRACE_SAMPLE.replace(
+                "  0.99    0.000071          71         1           madvise",
+                "  0.99    0.000071          71         1         1 madvise"
+            )
+        );
+        assert_eq!(parse_strace_summary(&noted).unwrap(), c);
+        // strace writes nothing when it saw no call.
+        assert_eq!(parse_strace_summary("").unwrap(), SyscallCounts::default());
+        let child = parse_strace_summary(STRACE_CHILD).unwrap();
+        assert_eq!(
+            (
+                child.madvise,
+                child.mmap,
+                child.munmap,
+                child.mprotect,
+                child.brk
+            ),
+            (15018, 73, 43, 19, 4)
+        );
+        assert_eq!((child.mremap, child.total), (0, 15157));
+    }
+
+    #[test]
+    fn malformed_strace_summaries_are_clear_errors() {
+        let cut = STRACE_SAMPLE.lines().take(5).collect::<Vec<_>>().join("\n");
+        for (text, says) in [
+            (
+                "Segmentation fault\n".to_string(),
+                "no `calls ... syscall` header",
+            ),
+            (cut, "no `total` row"),
+            (
+                STRACE_SAMPLE.replace("       949   ", "       9x9   "),
+                "line 4: `9x9` is not a number of calls",
+            ),
+            (
+                STRACE_SAMPLE.replace("madvise", "futex"),
+                "line 7: `futex` is not one of the counted calls",
+            ),
+            (
+                STRACE_SAMPLE.replace("1287", "1288"),
+                "the `total` row says 1288 calls, its rows add up to 1287",
+            ),
+            (
+                STRACE_SAMPLE.replace(
+                    " 36.26    0.002611           2       949           mmap",
+                    "mmap",
+                ),
+                "line 4: `mmap` is not a summary row",
+            ),
+        ] {
+            let e = parse_strace_summary(&text).unwrap_err();
+            assert!(e.contains(says), "{text:?}: {e}");
+        }
     }
 
     #[test]

@@ -446,6 +446,7 @@ fn run_one(program: &Program, preload: &Preload, env_pad: usize) -> Result<Ran, 
             instructions: None,
             memory: None,
             probe: None,
+            syscalls: None,
         },
     })
 }
@@ -513,6 +514,7 @@ fn run_batch(
             instructions: None,
             memory: None,
             probe: None,
+            syscalls: None,
         },
     })
 }
@@ -932,6 +934,7 @@ pub fn run_with(
             scale: 1.0,
             quick: opts.quick,
             instructions: false,
+            syscalls: false,
             shards: vec![],
             heap_confs: Vec::new(),
             metrics: opts.metrics.clone(),

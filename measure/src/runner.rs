@@ -76,7 +76,7 @@ pub struct RunOptions {
     pub timeout: Duration,
     /// Show a progress bar on standard error.
     pub progress: bool,
-    /// Scratch directory for callgrind's files.
+    /// Scratch directory for callgrind's files (and strace's summaries in `strace/` under it).
     pub scratch: PathBuf,
     /// Attempts after the first at a measurement that comes back disturbed (other processes
     /// took more than `disturbance::THRESHOLD` of the machine while it ran): the least
@@ -217,6 +217,13 @@ pub fn validate(
                 .into(),
         );
     }
+    if opts.plan.instructions && opts.plan.syscalls {
+        return Err(
+            "--instructions and --syscalls cannot share a run: one tool traces a process at a \
+             time (run them as two compares)"
+                .into(),
+        );
+    }
     if opts.plan.subjects.is_empty() || opts.plan.workloads.is_empty() {
         return Err("nothing to measure: no subjects or no workloads".into());
     }
@@ -280,6 +287,13 @@ pub fn run(
     } else {
         None
     };
+    let strace_dir = if opts.plan.syscalls {
+        let dir = opts.scratch.join("strace");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Some(dir)
+    } else {
+        None
+    };
     let mut progress = Progress::new(slots.len(), Style::for_stderr(opts.progress));
     progress.carried(carried.len());
     let mut measurements = Vec::with_capacity(slots.len());
@@ -318,10 +332,12 @@ pub fn run(
             },
             env_pad: slot.env_pad,
             callgrind_dir: callgrind_dir.clone(),
+            strace_dir: strace_dir.clone(),
             timeout: opts.timeout,
         };
-        // Callgrind's counts are not disturbed by other processes; warm-up rounds are not used.
-        let retries = if warmup || opts.plan.instructions {
+        // Callgrind's and strace's counts are not disturbed by other processes; warm-up rounds
+        // are not used.
+        let retries = if warmup || opts.plan.instructions || opts.plan.syscalls {
             0
         } else {
             opts.retry_disturbed
@@ -513,6 +529,15 @@ mod tests {
         unknown.plan.subjects = vec!["system".into(), "nosuch".into()];
         let err = validate(&unknown, &entries, &super::super::workloads::all()).unwrap_err();
         assert!(err.contains("unknown subject `nosuch`"), "{err}");
+        let mut both = opts.clone();
+        both.plan.subjects = vec!["system".into()];
+        both.plan.instructions = true;
+        both.plan.syscalls = true;
+        let err = validate(&both, &entries, &super::super::workloads::all()).unwrap_err();
+        assert!(
+            err.contains("--instructions and --syscalls cannot share"),
+            "{err}"
+        );
     }
 
     #[test]

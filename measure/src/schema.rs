@@ -133,6 +133,10 @@ pub struct Plan {
     pub quick: bool,
     /// Whether each measurement ran under callgrind.
     pub instructions: bool,
+    /// Whether each measurement ran under strace, counting its memory system calls
+    /// (`compare --syscalls`; absent, false, in older files).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub syscalls: bool,
     /// The shards run (`i/n`, one per merged file); empty when unsharded.
     #[serde(default)]
     pub shards: Vec<String>,
@@ -250,6 +254,38 @@ pub struct Metrics {
     /// Time inside the allocator, from the probe (probe metrics asked for only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeMetrics>,
+    /// The memory system calls of the whole measuring process, counted by strace
+    /// (`--syscalls` only; absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls: Option<SyscallCounts>,
+}
+
+/// The memory system calls a measuring process made, from `strace -f -c` (every thread, the
+/// whole process: its start-up and the harness's own threads included, a few dozen calls
+/// that are the same for every subject; docs/MEASURING.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyscallCounts {
+    /// `mmap` calls.
+    #[serde(default)]
+    pub mmap: u64,
+    /// `munmap` calls.
+    #[serde(default)]
+    pub munmap: u64,
+    /// `madvise` calls (`MADV_DONTNEED`, `MADV_FREE`, ... alike).
+    #[serde(default)]
+    pub madvise: u64,
+    /// `mremap` calls.
+    #[serde(default)]
+    pub mremap: u64,
+    /// `mprotect` calls.
+    #[serde(default)]
+    pub mprotect: u64,
+    /// `brk` calls.
+    #[serde(default)]
+    pub brk: u64,
+    /// All of the above.
+    #[serde(default)]
+    pub total: u64,
 }
 
 /// The resident size sampled at a fixed period during a run (bytes, seconds).

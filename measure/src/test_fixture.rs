@@ -75,6 +75,7 @@ pub(crate) fn results(reps: usize) -> Results {
                             instructions: None,
                             memory: None,
                             probe: None,
+                            syscalls: None,
                         },
                         disturbance: None,
                     });
@@ -115,6 +116,7 @@ pub(crate) fn results(reps: usize) -> Results {
             scale: 1.0,
             quick: false,
             instructions: false,
+            syscalls: false,
             shards: vec![],
             heap_confs: Vec::new(),
             metrics: Vec::new(),

@@ -89,6 +89,11 @@ pub struct CompareArgs {
     /// valgrind's callgrind (slow: about 50 times).
     #[arg(long)]
     pub instructions: bool,
+    /// Count the memory system calls (mmap, munmap, madvise, mremap, mprotect, brk) of each
+    /// measurement's process under `strace -f -c` (needs strace; its stops slow the calls
+    /// counted, so the run's times include strace's cost: docs/MEASURING.md).
+    #[arg(long, conflicts_with = "instructions")]
+    pub syscalls: bool,
     /// Metrics to measure and report, comma separated (default: all but the probe's). The
     /// probe's, time inside the allocator timed around every call per thread, put it in front
     /// of every subject: alloc_ns_per_thread, alloc_ns_per_thread_max, alloc_ns_per_op,
@@ -248,6 +253,7 @@ pub fn options(
             scale,
             quick: args.quick,
             instructions: args.instructions,
+            syscalls: args.syscalls,
             shards: Vec::new(),
             heap_confs: args.heap_conf.clone(),
             metrics: args.metrics.clone(),
@@ -333,6 +339,13 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
             "compare",
             "--shard and --resume slice and continue the built-in workloads' schedule; \
              --programs runs whole",
+        );
+    }
+    if args.syscalls && args.programs {
+        return fail(
+            "compare",
+            "--syscalls counts the system calls of the built-in workloads' measuring children; \
+             --programs does not run them (run a program under `strace -f -c` yourself)",
         );
     }
     if !args.heap_conf.is_empty() && args.programs {

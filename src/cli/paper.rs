@@ -132,6 +132,7 @@ fn run(
             scale: grid.scale,
             quick: args.quick,
             instructions: false,
+            syscalls: false,
             shards: Vec::new(),
             heap_confs: Vec::new(),
             metrics: probe_metrics(study),

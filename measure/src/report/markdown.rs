@@ -302,13 +302,19 @@ pub(super) fn render(results: &Results, analysis: &Analysis) -> String {
     let _ = writeln!(
         out,
         "- {} measured invocations per cell after {} warm-up round(s), subjects shuffled per round \
-         (seed {}); work scale {}{}{}",
+         (seed {}); work scale {}{}{}{}",
         plan.reps,
         plan.warmup,
         plan.seed,
         plan.scale,
         if plan.quick { ", quick grid" } else { "" },
         if plan.instructions { ", under callgrind" } else { "" },
+        if plan.syscalls {
+            ", under strace (syscalls.*: memory system calls per process; times include \
+             strace's stops)"
+        } else {
+            ""
+        },
     );
     if !plan.shards.is_empty() {
         let _ = writeln!(out, "- merged from shards {}", plan.shards.join(", "));

@@ -5,20 +5,28 @@ mod aging;
 mod block;
 mod bursts;
 mod churn;
+mod idle_bursts;
+mod large_loop;
 mod larson;
 mod producer_consumer;
 mod realloc_growth;
 mod thread_arena;
 mod trace_replay;
+mod transfer_stress;
+mod xthread_free;
 
 pub use aging::{Phases, Robson, TraceAging};
 pub use bursts::Bursts;
 pub use churn::Churn;
+pub use idle_bursts::IdleBursts;
+pub use large_loop::LargeLoop;
 pub use larson::Larson;
 pub use producer_consumer::ProducerConsumer;
 pub use realloc_growth::ReallocGrowth;
 pub use thread_arena::ThreadArena;
 pub use trace_replay::{trace_name, TraceReplay};
+pub use transfer_stress::TransferStress;
+pub use xthread_free::XthreadFree;
 
 use alloclab_traces::subject::Subject;
 use alloclab_traces::trace::bundled;
@@ -65,6 +73,11 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(Phases),
         Box::new(Robson),
         Box::new(TraceAging),
+        // The four shapes of issue 42, after mimalloc-bench's programs.
+        Box::new(IdleBursts),
+        Box::new(TransferStress),
+        Box::new(LargeLoop),
+        Box::new(XthreadFree),
     ];
     v.extend(traces());
     v
