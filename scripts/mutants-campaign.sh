@@ -6,8 +6,15 @@
 #
 #   scripts/mutants-campaign.sh list                 # the sample (no build): OUT/sample.txt
 #   scripts/mutants-campaign.sh run 0/10             # shard 0 of 10 of the sample (k = 0..9)
+#   scripts/mutants-campaign.sh run next/20          # the first shard of 20 not yet in OUT
 #   scripts/mutants-campaign.sh summarize            # every shard under OUT so far
 #   scripts/mutants-campaign.sh summarize DIR...     # these shards' output directories
+#
+# OUT is verify/mutants/ in the repository: each finished shard leaves there its outcomes
+# (caught.txt, missed.txt, timeout.txt, unviable.txt: one mutant per line), the commit it was
+# run at and its settings, so that a campaign is made in pieces, each committed as it
+# finishes, and `run next/N` continues where the committed ones stopped. cargo-mutants' own
+# output (logs, copies of the tree) stays in SCRATCH.
 #
 # Every shard must be run with the same MUTANTS_SEED, MUTANTS_SAMPLE and tree (the same commit):
 # each machine draws the sample itself, and the shards split it by cargo-mutants' round-robin
@@ -18,7 +25,11 @@
 #   MUTANTS_SEED     seeds the shuffle that draws the sample (default 26)
 #   MUTANTS_SAMPLE   mutants in the sample (default 300: about 10% are unviable, leaving the
 #                    200 viable ones the score needs)
-#   MUTANTS_OUT      where lists and shard outputs go (default /tmp/alloclab-mutants)
+#   MUTANTS_OUT      where the sample and each shard's outcomes go (default verify/mutants)
+#   MUTANTS_SCRATCH  cargo-mutants' working output (default /tmp/alloclab-mutants)
+#   MUTANTS_SHARD_LIMIT  seconds a shard may take (default 2400, 40 minutes); a shard stopped
+#                    there keeps the outcomes it has, marked `partial` (not `commit`), and
+#                    `run next/N` runs it again
 #   MUTANTS_TIMEOUT  seconds per test run of a mutant (default 300; a hang counts as caught)
 #   PROPTEST_CASES   cases per state-machine search in the tests (default 8 here, a third of
 #                    the suite's 24: what keeps a mutant's test run near a minute)
@@ -33,7 +44,9 @@ cd "$(dirname "$0")/.."
 
 seed=${MUTANTS_SEED:-26}
 sample=${MUTANTS_SAMPLE:-300}
-out=${MUTANTS_OUT:-/tmp/alloclab-mutants}
+out=${MUTANTS_OUT:-verify/mutants}
+scratch=${MUTANTS_SCRATCH:-/tmp/alloclab-mutants}
+shard_limit=${MUTANTS_SHARD_LIMIT:-2400}
 timeout=${MUTANTS_TIMEOUT:-300}
 export PROPTEST_CASES=${PROPTEST_CASES:-8}
 tests=${MUTANTS_TESTS:-"--lib --test model_based --test regressions --test seeded_policies \
@@ -55,12 +68,12 @@ usage() {
 # shuffle seeded with MUTANTS_SEED (the names sorted first, so the draw depends only on the
 # set of mutants and the seed); OUT/sample.re: one anchored, escaped regex per sampled name.
 draw() {
-    mkdir -p "$out"
-    cargo mutants --list "${packages[@]}" "${unbuilt[@]}" >"$out/all.txt"
-    python3 - "$out" "$seed" "$sample" <<'EOF'
+    mkdir -p "$out" "$scratch"
+    cargo mutants --list "${packages[@]}" "${unbuilt[@]}" >"$scratch/all.txt"
+    python3 - "$out" "$seed" "$sample" "$scratch" <<'EOF'
 import random, sys
-out, seed, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-names = sorted({l.rstrip("\n") for l in open(f"{out}/all.txt") if l.strip()})
+out, seed, n, scratch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+names = sorted({l.rstrip("\n") for l in open(f"{scratch}/all.txt") if l.strip()})
 random.Random(seed).shuffle(names)
 chosen = names[:n]
 # Escape what is special to Rust's regex crate (only these: `\<` and `\>` would be word
@@ -70,7 +83,7 @@ def escape(s):
     return "".join("\\" + c if c in special else c for c in s)
 with open(f"{out}/sample.txt", "w") as f:
     f.writelines(c + "\n" for c in chosen)
-with open(f"{out}/sample.re", "w") as f:
+with open(f"{scratch}/sample.re", "w") as f:
     f.writelines("^" + escape(c) + "$\n" for c in chosen)
 print(f"{len(names)} mutants in core, policies and verify; sample of {len(chosen)} "
       f"(seed {seed}) in {out}/sample.txt")
@@ -79,23 +92,56 @@ EOF
 
 run_shard() {
     local shard=$1
+    if [[ $shard =~ ^next/([0-9]+)$ ]]; then
+        local n=${BASH_REMATCH[1]} k
+        for ((k = 0; k < n; k++)); do
+            if [ ! -f "$out/shard-$k-of-$n/commit" ]; then break; fi
+        done
+        if [ "$k" -ge "$n" ]; then
+            echo "every shard of $n is in $out"
+            summarize
+            return
+        fi
+        shard="$k/$n"
+    fi
     [[ $shard =~ ^[0-9]+/[0-9]+$ ]] || usage
     draw
-    local dir="$out/shard-${shard%/*}-of-${shard#*/}"
+    local name="shard-${shard%/*}-of-${shard#*/}"
+    local dir="$scratch/$name"
     local args=()
-    while IFS= read -r re; do args+=(--examine-re "$re"); done <"$out/sample.re"
+    while IFS= read -r re; do args+=(--examine-re "$re"); done <"$scratch/sample.re"
     local cargo_args=()
     for t in $tests; do cargo_args+=("--cargo-arg=$t"); done
     echo "shard $shard of the sample: $dir (PROPTEST_CASES=$PROPTEST_CASES)"
     # The baseline (the unmutated tree) runs first: a selection that fails there would make
     # every mutant look caught. --copy-target reuses this checkout's build.
     set -x
-    nice -n 10 cargo mutants "${packages[@]}" "${unbuilt[@]}" --test-package alloclab-core \
+    local rc=0
+    timeout -k 30 "$shard_limit" nice -n 10 cargo mutants "${packages[@]}" "${unbuilt[@]}" --test-package alloclab-core \
         --test-package alloclab-policies --test-package alloclab-verify \
         "${args[@]}" --shard "$shard" --sharding round-robin --copy-target true \
-        --timeout "$timeout" --build-timeout 900 --output "$dir" "${cargo_args[@]}" || true
+        --timeout "$timeout" --build-timeout 900 --output "$dir" "${cargo_args[@]}" || rc=$?
     { set +x; } 2>/dev/null
-    summarize "$dir"
+    # The outcomes, the commit and the settings go into the repository's OUT (to commit).
+    local kept="$out/$name"
+    mkdir -p "$kept"
+    for kind in caught missed timeout unviable; do
+        if [ -f "$dir/mutants.out/$kind.txt" ]; then
+            cp "$dir/mutants.out/$kind.txt" "$kept/$kind.txt"
+        else
+            : >"$kept/$kind.txt"
+        fi
+    done
+    printf 'seed %s\nsample %s\ntimeout %s\nPROPTEST_CASES %s\ntests %s\n' "$seed" "$sample" \
+        "$timeout" "$PROPTEST_CASES" "$tests" >"$kept/settings"
+    rm -f "$kept/commit" "$kept/partial"
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        echo "shard $shard stopped after $shard_limit s: its outcomes so far are kept, marked partial"
+        git rev-parse HEAD >"$kept/partial"
+    else
+        git rev-parse HEAD >"$kept/commit"
+    fi
+    summarize "$kept"
 }
 
 # The score over the shard directories given (default: every OUT/shard-*): caught and
@@ -118,8 +164,16 @@ if os.path.exists(sys.argv[1]):
 counts = {}
 survivors = []
 outside = []
+commits = set()
 for d in sys.argv[2:]:
-    m = os.path.join(d, "mutants.out")
+    # A committed shard holds the lists itself; cargo-mutants' output has them in mutants.out.
+    m = d if os.path.exists(os.path.join(d, "caught.txt")) else os.path.join(d, "mutants.out")
+    for marker in ("commit", "partial"):
+        c = os.path.join(d, marker)
+        if os.path.exists(c):
+            commits.add(open(c).read().strip())
+            if marker == "partial":
+                print(f"note: {d} is a partial shard (stopped at its time limit)")
     for kind in ("caught", "missed", "timeout", "unviable"):
         p = os.path.join(m, f"{kind}.txt")
         lines = [l.rstrip("\n") for l in open(p)] if os.path.exists(p) else []
@@ -134,6 +188,11 @@ timeout, unviable = counts.get("timeout", 0), counts.get("unviable", 0)
 killed = caught + timeout
 viable = killed + missed
 print(f"shards: {' '.join(sys.argv[2:])}")
+if len(commits) > 1:
+    print(f"note: the shards were run at {len(commits)} commits ({', '.join(sorted(commits))}): "
+          "one score needs one commit")
+elif commits:
+    print(f"commit: {commits.pop()}")
 print(f"tested: {viable + unviable} (caught {caught}, timeout {timeout}, missed {missed}, "
       f"unviable {unviable})")
 if viable == 0:
