@@ -110,7 +110,12 @@ run_shard() {
     local dir="$scratch/$name"
     local args=()
     while IFS= read -r re; do args+=(--examine-re "$re"); done <"$scratch/sample.re"
-    local cargo_args=()
+    # cargo-mutants builds and tests the packages its shard's mutants are in; a shard with
+    # none in `policies` would then name policies' test targets (reuse_order, run_list) to a
+    # cargo command without that package, and its unmutated baseline would fail to build. So
+    # the three packages are always named.
+    local cargo_args=(--cargo-arg=--package=alloclab-core --cargo-arg=--package=alloclab-policies
+        --cargo-arg=--package=alloclab-verify)
     for t in $tests; do cargo_args+=("--cargo-arg=$t"); done
     echo "shard $shard of the sample: $dir (PROPTEST_CASES=$PROPTEST_CASES)"
     # The baseline (the unmutated tree) runs first: a selection that fails there would make
@@ -135,6 +140,13 @@ run_shard() {
     printf 'seed %s\nsample %s\ntimeout %s\nPROPTEST_CASES %s\ntests %s\n' "$seed" "$sample" \
         "$timeout" "$PROPTEST_CASES" "$tests" >"$kept/settings"
     rm -f "$kept/commit" "$kept/partial"
+    # cargo-mutants: 0 every mutant caught, 2 some missed, 3 some timed out; anything else
+    # (4: the unmutated tree failed) tested nothing worth keeping.
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 2 ] && [ "$rc" -ne 3 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ]; then
+        rm -rf "$kept"
+        echo "shard $shard failed (cargo-mutants exit $rc; its output is in $dir): nothing kept"
+        return 1
+    fi
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
         echo "shard $shard stopped after $shard_limit s: its outcomes so far are kept, marked partial"
         git rev-parse HEAD >"$kept/partial"
