@@ -16,10 +16,21 @@
 # finishes, and `run next/N` continues where the committed ones stopped. cargo-mutants' own
 # output (logs, copies of the tree) stays in SCRATCH.
 #
-# Every shard must be run with the same MUTANTS_SEED, MUTANTS_SAMPLE and tree (the same commit):
-# each machine draws the sample itself, and the shards split it by cargo-mutants' round-robin
-# sharding, so they agree on who runs what without talking to each other. Copy OUT/shard-*/
-# from the machines into one OUT and summarize there.
+# Every shard must be run with the same MUTANTS_SEED, MUTANTS_SAMPLE and tree: each machine
+# draws the sample itself, and the shards split it by cargo-mutants' round-robin sharding, so
+# they agree on who runs what without talking to each other. Copy OUT/shard-*/ from the
+# machines into one OUT and summarize there. The tree is pinned: OUT/campaign names the commit
+# the campaign runs at (written by its first shard). While the engine moves on, a later shard
+# still runs at that commit, in a worktree of it under SCRATCH (mutant names carry line and
+# column, so another tree would draw another sample); the shard's `commit` file names the
+# campaign's commit, not HEAD. Start a new campaign by removing OUT.
+#
+#   scripts/mutants-campaign.sh recheck              # the survivors again, at HEAD
+#
+# recheck runs every survivor of the committed shards against today's tests, matched by file,
+# function and replacement (line and column may have moved), into OUT/recheck/: a survivor
+# caught there has been killed by a test added since, which summarize reports beside the
+# campaign's own score (which stays that of its commit).
 #
 # Settings (environment):
 #   MUTANTS_SEED     seeds the shuffle that draws the sample (default 26)
@@ -34,7 +45,8 @@
 #   PROPTEST_CASES   cases per state-machine search in the tests (default 8 here, a third of
 #                    the suite's 24: what keeps a mutant's test run near a minute)
 #
-# The tests per mutant (MUTANTS_TESTS overrides): the unit tests of the three packages and the
+# The tests per mutant (MUTANTS_TESTS overrides; a campaign keeps those of its commit in
+# OUT/campaign, and recheck takes today's): the unit tests of the three packages and the
 # verification suite's fast integration tests, without the conformance kit's whole run over
 # every built-in policy (90 s alone here) and without the loom and shuttle builds. They are
 # passed with `--cargo-arg`, so cargo-mutants' build phase builds only these targets too.
@@ -52,7 +64,7 @@ export PROPTEST_CASES=${PROPTEST_CASES:-8}
 tests=${MUTANTS_TESTS:-"--lib --test model_based --test regressions --test seeded_policies \
 --test seeded_chunk_policies --test quickcheck_size_classes --test quickcheck_page_map \
 --test quickcheck_bitmap --test large_and_huge --test reuse_order --test run_list \
---test tcache_check"}
+--test tcache_check --test fork_handlers"}
 packages=(--package alloclab-core --package alloclab-policies --package alloclab-verify)
 # Modules built only under --cfg loom, --cfg shuttle or --cfg alloclab_seeded: the campaign's
 # build has none of those, so their mutants would build and pass unseen, whatever the tests.
@@ -69,7 +81,7 @@ usage() {
 # set of mutants and the seed); OUT/sample.re: one anchored, escaped regex per sampled name.
 draw() {
     mkdir -p "$out" "$scratch"
-    cargo mutants --list "${packages[@]}" "${unbuilt[@]}" >"$scratch/all.txt"
+    cargo mutants --list -d "$tree" "${packages[@]}" "${unbuilt[@]}" >"$scratch/all.txt"
     python3 - "$out" "$seed" "$sample" "$scratch" <<'EOF'
 import random, sys
 out, seed, n, scratch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -90,6 +102,39 @@ print(f"{len(names)} mutants in core, policies and verify; sample of {len(chosen
 EOF
 }
 
+# Whether commits $1 and $2 have the same mutated crates, their tests and manifests (the
+# campaign's own outcomes under OUT aside).
+same_source() {
+    git diff --quiet "$1" "$2" -- core policies verify Cargo.toml Cargo.lock .cargo ":(exclude)verify/mutants"
+}
+
+# Sets `tree` (where cargo-mutants runs) and `campaign` (its commit): this checkout when it
+# holds the campaign's source unchanged, otherwise a worktree of the campaign's commit.
+pin_tree() {
+    if [ -f "$out/campaign" ]; then
+        campaign=$(awk '$1 == "commit" { print $2 }' "$out/campaign")
+    else
+        campaign=$(git rev-parse HEAD)
+        mkdir -p "$out"
+        printf 'commit %s\nseed %s\nsample %s\ntests %s\n' "$campaign" "$seed" "$sample" \
+            "$tests" >"$out/campaign"
+    fi
+    # The campaign's tests are those of its commit (a test target added since is not there).
+    if [ -z "${MUTANTS_TESTS:-}" ] && grep -q '^tests ' "$out/campaign"; then
+        tests=$(sed -n 's/^tests //p' "$out/campaign")
+    fi
+    tree=.
+    if ! same_source "$campaign" HEAD || ! git diff --quiet HEAD -- core policies verify \
+        Cargo.toml Cargo.lock .cargo ":(exclude)verify/mutants"; then
+        tree="$scratch/tree-${campaign:0:12}"
+        if [ ! -d "$tree" ]; then
+            mkdir -p "$scratch"
+            git worktree add --detach "$tree" "$campaign" >/dev/null
+        fi
+        echo "the campaign runs at ${campaign:0:12}, not this checkout's source: in $tree"
+    fi
+}
+
 run_shard() {
     local shard=$1
     if [[ $shard =~ ^next/([0-9]+)$ ]]; then
@@ -105,6 +150,7 @@ run_shard() {
         shard="$k/$n"
     fi
     [[ $shard =~ ^[0-9]+/[0-9]+$ ]] || usage
+    pin_tree
     draw
     local name="shard-${shard%/*}-of-${shard#*/}"
     local dir="$scratch/$name"
@@ -122,7 +168,7 @@ run_shard() {
     # every mutant look caught. --copy-target reuses this checkout's build.
     set -x
     local rc=0
-    timeout -k 30 "$shard_limit" nice -n 10 cargo mutants "${packages[@]}" "${unbuilt[@]}" --test-package alloclab-core \
+    timeout -k 30 "$shard_limit" nice -n 10 cargo mutants -d "$tree" "${packages[@]}" "${unbuilt[@]}" --test-package alloclab-core \
         --test-package alloclab-policies --test-package alloclab-verify \
         "${args[@]}" --shard "$shard" --sharding round-robin --copy-target true \
         --timeout "$timeout" --build-timeout 900 --output "$dir" "${cargo_args[@]}" || rc=$?
@@ -149,9 +195,9 @@ run_shard() {
     fi
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
         echo "shard $shard stopped after $shard_limit s: its outcomes so far are kept, marked partial"
-        git rev-parse HEAD >"$kept/partial"
+        echo "$campaign" >"$kept/partial"
     else
-        git rev-parse HEAD >"$kept/commit"
+        echo "$campaign" >"$kept/commit"
     fi
     summarize "$kept"
 }
@@ -177,7 +223,9 @@ counts = {}
 survivors = []
 outside = []
 commits = set()
-for d in sys.argv[2:]:
+shards = [d for d in sys.argv[2:] if os.path.basename(d.rstrip("/")) != "recheck"]
+recheck_dir = os.path.join(os.path.dirname(sys.argv[1]), "recheck")
+for d in shards:
     # A committed shard holds the lists itself; cargo-mutants' output has them in mutants.out.
     m = d if os.path.exists(os.path.join(d, "caught.txt")) else os.path.join(d, "mutants.out")
     for marker in ("commit", "partial"):
@@ -199,10 +247,22 @@ caught, missed = counts.get("caught", 0), counts.get("missed", 0)
 timeout, unviable = counts.get("timeout", 0), counts.get("unviable", 0)
 killed = caught + timeout
 viable = killed + missed
-print(f"shards: {' '.join(sys.argv[2:])}")
+print(f"shards: {' '.join(shards)}")
+# A score is of one tree: shards at several commits count together only when the mutated
+# crates and their tests (core, policies, verify but its outcomes, the manifests) are the same.
+def same_source(a, b):
+    import subprocess
+    r = subprocess.run(["git", "diff", "--quiet", a, b, "--", "core", "policies", "verify", "Cargo.toml", "Cargo.lock",
+                        ".cargo", ":(exclude)verify/mutants"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return r.returncode == 0
 if len(commits) > 1:
-    print(f"note: the shards were run at {len(commits)} commits ({', '.join(sorted(commits))}): "
-          "one score needs one commit")
+    ordered = sorted(commits)
+    if all(same_source(ordered[0], c) for c in ordered[1:]):
+        print(f"commits: {', '.join(ordered)} (the same core, policies, verify and manifests)")
+    else:
+        print(f"note: the shards were run at {len(commits)} commits ({', '.join(ordered)}) whose "
+              "source differs: one score needs one tree")
 elif commits:
     print(f"commit: {commits.pop()}")
 print(f"tested: {viable + unviable} (caught {caught}, timeout {timeout}, missed {missed}, "
@@ -222,6 +282,40 @@ if viable < 200:
 print(f"survivors ({len(survivors)}):")
 for s in sorted(survivors):
     print(f"  {s}")
+# Survivors run again at a later commit (`recheck`), matched without line and column.
+if survivors and os.path.exists(os.path.join(recheck_dir, "commit")):
+    import re
+    def key(name):
+        return re.sub(r"^([^:]+):\d+:\d+: ", r"\1: ", name)
+    # A survivor's outcome: its own name's, else (its line moved) that of a mutant of the
+    # same file, function and replacement, the worst of them if several.
+    exact, again = {}, {}
+    for kind in ("missed", "unviable", "timeout", "caught"):
+        p = os.path.join(recheck_dir, f"{kind}.txt")
+        for l in (open(p) if os.path.exists(p) else []):
+            if l.strip():
+                exact[l.rstrip("\n")] = kind
+                again.setdefault(key(l.rstrip("\n")), kind)
+    again = {key(s): exact[s] if s in exact else again.get(key(s)) for s in survivors}
+    again = {k: v for k, v in again.items() if v is not None}
+    at = open(os.path.join(recheck_dir, "commit")).read().strip()
+    killed_since = [s for s in survivors if again.get(key(s)) in ("caught", "timeout")]
+    gone = [s for s in survivors if key(s) not in again]
+    still = [s for s in survivors if again.get(key(s)) == "missed"]
+    print(f"recheck at {at[:12]}: {len(killed_since)} of the {len(survivors)} survivors caught "
+          f"by today's tests, {len(still)} still missed, {len(gone)} not listed there (excluded "
+          "in .cargo/mutants.toml as equivalent, or the code is gone)")
+    k2, v2 = killed + len(killed_since), viable - len(gone)
+    if v2 > 0:
+        p2 = k2 / v2
+        c2 = (p2 + z * z / (2 * v2)) / (1 + z * z / v2)
+        h2 = z * math.sqrt(p2 * (1 - p2) / v2 + z * z / (4 * v2 * v2)) / (1 + z * z / v2)
+        print(f"with the survivors handled since: {k2}/{v2} = {100 * p2:.1f}% (95% Wilson "
+              f"interval {100 * (c2 - h2):.1f}% to {100 * (c2 + h2):.1f}%)")
+    for s in sorted(still):
+        print(f"  still missed: {s}")
+    for s in sorted(gone):
+        print(f"  not listed at {at[:12]}: {s}")
 if outside:
     print(f"tested outside the sample, not in the score ({len(outside)}):")
     for s in sorted(outside):
@@ -229,8 +323,61 @@ if outside:
 EOF
 }
 
+# The survivors of the committed shards, run again at HEAD (see the top): OUT/recheck/.
+recheck() {
+    mkdir -p "$scratch" "$out/recheck"
+    cat "$out"/shard-*/missed.txt 2>/dev/null | sort -u >"$scratch/survivors.txt"
+    if [ ! -s "$scratch/survivors.txt" ]; then
+        echo "no survivors in $out"
+        return
+    fi
+    # Each survivor by its exact name where today's tree still has it, else without its line
+    # and column (file:\d+:\d+: and the rest escaped), which may also match its twins.
+    cargo mutants --list "${packages[@]}" "${unbuilt[@]}" >"$scratch/today.txt"
+    python3 - "$scratch/survivors.txt" "$scratch/today.txt" >"$scratch/survivors.re" <<'EOF'
+import re, sys
+special = set("\\.+*?()|[]{}^$")
+def escape(s):
+    return "".join("\\" + c if c in special else c for c in s)
+today = {l.rstrip("\n") for l in open(sys.argv[2])}
+for line in open(sys.argv[1]):
+    name = line.rstrip("\n")
+    m = re.match(r"^([^:]+):\d+:\d+: (.*)$", name)
+    if name in today:
+        print("^" + escape(name) + "$")
+    elif m:
+        print("^" + escape(m.group(1)) + r":\d+:\d+: " + escape(m.group(2)) + "$")
+EOF
+    local args=() cargo_args=(--cargo-arg=--package=alloclab-core
+        --cargo-arg=--package=alloclab-policies --cargo-arg=--package=alloclab-verify)
+    while IFS= read -r re; do args+=(--examine-re "$re"); done <"$scratch/survivors.re"
+    for t in $tests; do cargo_args+=("--cargo-arg=$t"); done
+    local dir="$scratch/recheck" rc=0
+    timeout -k 30 "$shard_limit" nice -n 10 cargo mutants "${packages[@]}" "${unbuilt[@]}" \
+        --test-package alloclab-core --test-package alloclab-policies \
+        --test-package alloclab-verify "${args[@]}" --copy-target true --timeout "$timeout" \
+        --build-timeout 900 --output "$dir" "${cargo_args[@]}" || rc=$?
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 2 ] && [ "$rc" -ne 3 ]; then
+        echo "recheck failed (cargo-mutants exit $rc; its output is in $dir): nothing kept"
+        return 1
+    fi
+    for kind in caught missed timeout unviable; do
+        if [ -f "$dir/mutants.out/$kind.txt" ]; then
+            cp "$dir/mutants.out/$kind.txt" "$out/recheck/$kind.txt"
+        else
+            : >"$out/recheck/$kind.txt"
+        fi
+    done
+    git rev-parse HEAD >"$out/recheck/commit"
+    summarize
+}
+
 case "${1:-}" in
-list) draw ;;
+list)
+    pin_tree
+    draw
+    ;;
+recheck) recheck ;;
 run) run_shard "${2:-0/1}" ;;
 summarize)
     shift

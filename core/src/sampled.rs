@@ -535,3 +535,45 @@ unsafe fn explain_fault(owner: *const (), addr: usize) -> bool {
     s.report("", addr);
     true
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{next_random, ThreadSampling};
+    use core::cell::Cell;
+
+    /// Kills cargo-mutants' `replace == with != in next_random` (`core/src/sampled.rs`,
+    /// survivor of the mutation campaign's shard 1): reseeding from the clock at every call
+    /// still looks random, but sampling intervals are then no longer draws of one generator
+    /// (two threads' draws in the same nanosecond would agree). A seeded generator follows
+    /// xorshift64* from its state, and an unseeded one seeds itself once.
+    #[test]
+    fn the_generator_is_seeded_once_then_follows_xorshift64_star() {
+        let seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let t = ThreadSampling {
+            countdown: Cell::new(0),
+            rng: Cell::new(seed),
+            busy: Cell::new(false),
+        };
+        let mut x = seed;
+        for _ in 0..8 {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            assert_eq!(next_random(&t), x.wrapping_mul(0x2545_f491_4f6c_dd1d));
+            assert_eq!(t.rng.get(), x);
+        }
+        let fresh = ThreadSampling {
+            countdown: Cell::new(0),
+            rng: Cell::new(0),
+            busy: Cell::new(false),
+        };
+        next_random(&fresh);
+        let state = fresh.rng.get();
+        assert_ne!(state, 0, "an unseeded generator seeds itself");
+        let mut y = state;
+        y ^= y >> 12;
+        y ^= y << 25;
+        y ^= y >> 27;
+        assert_eq!(next_random(&fresh), y.wrapping_mul(0x2545_f491_4f6c_dd1d));
+    }
+}

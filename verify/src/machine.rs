@@ -489,7 +489,20 @@ pub fn as_test<C: Config, M: ReuseModel>(ops: &[Op], finding: &Finding) -> Strin
 
 #[cfg(test)]
 mod tests {
-    use super::pastable_in;
+    use super::{config, pastable_in};
+
+    /// Kills cargo-mutants' `replace config -> ProptestConfig with Default::default()`
+    /// (`verify/src/machine.rs`, survivor of the campaign's shard 1): with proptest's defaults
+    /// every search would run 256 cases whatever `PROPTEST_CASES` or the kit asked for (the
+    /// suite's time budget), and write regression files from library code.
+    #[test]
+    fn config_runs_the_cases_asked_for_and_persists_nothing() {
+        for cases in [1, 7, 24] {
+            let c = config(cases);
+            assert_eq!(c.cases, cases);
+            assert!(c.failure_persistence.is_none());
+        }
+    }
 
     #[test]
     fn pastable_names_reach_alloclab_through_verify_and_the_test_crate_through_crate() {

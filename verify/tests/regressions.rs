@@ -146,3 +146,105 @@ fn thread_cache_refills_count_their_picks() {
     }
     heap.check_invariants().unwrap();
 }
+
+/// `lifo` with every debug check compiled in, so that each is chosen at run time (as in
+/// liballoclab.so).
+struct AllChecks;
+impl alloclab_core::Config for AllChecks {
+    type Reuse = Lifo;
+    type Arenas = Single;
+    type Front = alloclab_policies::NoCache;
+    const NAME: &'static str = "all-checks";
+    const DEBUG: alloclab_core::DebugCaps = alloclab_core::DebugCaps::ALL;
+}
+
+fn all_checks(safety: alloclab_core::Safety) -> Heap<AllChecks> {
+    Heap::with_options(alloclab_core::Options {
+        safety,
+        ..alloclab_core::Options::DEFAULT
+    })
+}
+
+/// Found by the mutation campaign (shard 1, `core/src/heap.rs`: `replace && with || in
+/// Heap<C>::allocate_checked`): with canaries compiled in but off, a small allocation wrote
+/// a canary past its request all the same. No test ran the debug-capable heap with canaries
+/// off. A zeroed 10-byte request in a 16-byte region: the 6 bytes past it (usable, per
+/// `usable_size`) stay zero.
+#[test]
+fn no_canary_is_written_when_canaries_are_off() {
+    let heap = all_checks(alloclab_core::Safety::OFF);
+    let p = heap.calloc(1, 10);
+    assert!(!p.is_null());
+    let usable = heap.usable_size(p).unwrap();
+    assert_eq!(usable, 16);
+    // SAFETY: `usable` bytes of a live allocation may be read.
+    let bytes = unsafe { std::slice::from_raw_parts(p, usable) };
+    assert_eq!(bytes, &[0u8; 16], "bytes past the request were written");
+    // SAFETY: a live allocation of `heap`, freed once.
+    unsafe { heap.free(p) };
+}
+
+/// Found by the mutation campaign (shard 1, `core/src/heap.rs`: `replace - with + in
+/// Heap<C>::allocate_checked`): the end of a guarded large allocation, from which its
+/// recorded request is derived, counted the guard page twice; the request then read as
+/// unknown, and a sized free of the wrong size (C++ sized `delete`) passed. With guard pages
+/// on, the request of a guarded allocation is known to the byte.
+#[test]
+fn a_guarded_allocation_knows_its_request_to_the_byte() {
+    let heap = all_checks(alloclab_core::Safety {
+        guard: true,
+        ..alloclab_core::Safety::OFF
+    });
+    for size in [5001, 8192, 20_000] {
+        let p = heap.malloc(size);
+        assert!(!p.is_null());
+        assert_eq!(heap.size_fits(p, size, 16), Ok(true), "{size}");
+        assert_eq!(heap.size_fits(p, size + 1, 16), Ok(false), "{size} + 1");
+        assert_eq!(heap.size_fits(p, size - 1, 16), Ok(false), "{size} - 1");
+        // SAFETY: a live allocation of `heap`, freed once.
+        unsafe { heap.free(p) };
+    }
+    heap.check_invariants().unwrap();
+}
+
+/// Found by the mutation campaign (shard 1, `core/src/sampled.rs`: `replace Sampler::contains
+/// -> bool with true`): with sampling compiled in but off, every free would have been taken
+/// for a sampled allocation's. No test freed through the debug-capable heap with sampling
+/// off. Frees of every kind go back to the heap, which ends empty.
+#[test]
+fn with_sampling_off_no_allocation_is_taken_for_a_sampled_one() {
+    let heap = all_checks(alloclab_core::Safety::OFF);
+    let ptrs: Vec<*mut u8> = [8, 100, 3000, 5000, 70_000, 2 << 20]
+        .iter()
+        .map(|&n| heap.malloc(n))
+        .collect();
+    for &p in &ptrs {
+        assert!(!p.is_null());
+        assert!(heap.usable_size(p).unwrap() >= 8);
+        // SAFETY: a live allocation of `heap`, freed once.
+        assert_eq!(unsafe { heap.try_free(p) }, Ok(()));
+    }
+    heap.check_invariants().unwrap();
+    assert_eq!(heap.stats().allocated, 0);
+}
+
+/// Found by the mutation campaign (shard 1, `verify/src/harness.rs`: `replace Harness<C,
+/// M>::heap -> &Heap<C> with Box::leak(Box::new(Heap::new()))`): the kit and the fuzz
+/// targets read the heap under test through `Harness::heap` (statistics, invariants), and no
+/// test looked at what it returned. It is the heap the operations ran on.
+#[test]
+fn the_harness_heap_is_the_one_the_operations_ran_on() {
+    use alloclab_verify::{Harness, Op};
+    let mut h = Harness::<Using<Lifo, Single>>::new();
+    for size in [100, 100_000] {
+        h.apply(&Op::Alloc {
+            size,
+            align_log: 0,
+            zero: false,
+        })
+        .unwrap();
+    }
+    assert_eq!(h.live(), 2);
+    assert!(h.heap().stats().allocated >= 100_100);
+    h.finish().unwrap();
+}
