@@ -5,7 +5,7 @@
 //! again and again), with fragmentation read from the resident size against the live bytes
 //! the workload counts (`measure/src/live.rs`), so the peers are measured the same way.
 
-use super::{Grid, Question, Study};
+use super::{Grid, Question, SeedFigure, Study};
 use alloclab_measure::subjects::SubjectEntry;
 
 fn variants() -> Vec<SubjectEntry> {
@@ -66,5 +66,10 @@ pub fn study() -> Study {
         metrics: &["rss_frag_end", "rss_frag_peak", "peak_rss"],
         instructions: None,
         programs: None,
+        seed: &SEED,
     }
 }
+
+/// The seed publishes no figure this study's subjects stand for (see the README's "the seed's
+/// question"): its figures are the run-reuse-order study's.
+const SEED: [SeedFigure; 0] = [];

@@ -45,6 +45,33 @@ pub struct Question {
     pub margins: &'static [(&'static str, f64)],
 }
 
+/// A figure the seed published, kept as data so that `questions.md` and the README's generated
+/// block set ours beside it (no number of the seed's or ours typed into prose). The seed's
+/// values are compared through their ratio (machines differ; a ratio travels), and ours are the
+/// medians of `subject` and `reference` on `metric`, cell by cell.
+#[derive(Clone, Copy, Debug)]
+pub struct SeedFigure {
+    /// What the seed measured, in its words: benchmark, variants, how the value was read.
+    pub what: &'static str,
+    /// The seed's value for the variant it asked about.
+    pub seed: f64,
+    /// The seed's value for what it compared that variant with, if it compared two.
+    pub seed_reference: Option<f64>,
+    /// The unit of the seed's values, as `analysis::METRICS` names units (`s`, `bytes`,
+    /// `1/s`), or another (`requests/s`, `instructions per free`), written as it is.
+    pub unit: &'static str,
+    /// Our subject standing for the seed's variant.
+    pub subject: &'static str,
+    /// Our subject standing for the seed's reference (`None`: only the subject's median is
+    /// set beside the seed's value).
+    pub reference: Option<&'static str>,
+    /// Our metric standing for the seed's measure.
+    pub metric: &'static str,
+    /// The workloads standing for the seed's benchmark (`*` matches any text; empty: every
+    /// workload of the run).
+    pub workloads: &'static [&'static str],
+}
+
 /// A study's grid at one size.
 #[derive(Clone, Debug)]
 pub struct Grid {
@@ -85,6 +112,8 @@ pub struct Study {
     /// workloads in process: makes the programs (building what it must in the directory
     /// given) and the allocators to preload, which `subjects` names.
     pub programs: Option<ProgramSet>,
+    /// The seed's published figures, set beside ours in `questions.md` and the README.
+    pub seed: &'static [SeedFigure],
 }
 
 /// Makes a program study's programs (in the directory given) and preloads.
@@ -180,6 +209,25 @@ mod tests {
             }
             for w in s.instructions.iter().flat_map(|p| &p.workloads) {
                 assert!(s.full.workloads.contains(w), "{}: {w}", s.name);
+            }
+            // The seed's figures stand beside subjects and metrics the study measures.
+            let measured: Vec<&str> = s
+                .metrics
+                .iter()
+                .chain(s.instructions.iter().flat_map(|p| p.metrics.iter()))
+                .copied()
+                .collect();
+            for f in s.seed {
+                assert!(
+                    s.subjects.contains(&f.subject),
+                    "{}: seed {}",
+                    s.name,
+                    f.what
+                );
+                if let Some(r) = f.reference {
+                    assert!(s.subjects.contains(&r), "{}: seed {}", s.name, f.what);
+                }
+                assert!(measured.contains(&f.metric), "{}: seed {}", s.name, f.what);
             }
         }
     }

@@ -2,9 +2,9 @@
 //! workload and thread count, the ratio of the two medians with its bootstrap 95% interval and
 //! a Mann-Whitney U test, p-values Holm-adjusted across everything this file asks.
 
-use super::Study;
+use super::{SeedFigure, Study};
 use alloclab_measure::analysis::{self, AnalysisOptions, Comparison, Verdict};
-use alloclab_measure::report::{p_text, verdict_text};
+use alloclab_measure::report::{format_value, p_text, verdict_text};
 use alloclab_measure::schema::{FreeMetrics, Measurement, Results};
 use alloclab_measure::stats;
 use std::fmt::Write;
@@ -89,6 +89,8 @@ fn values(r: &Results, subject: &str, workload: &str, threads: usize, name: &str
 
 struct Row {
     question: String,
+    /// The question's pair, subject first.
+    pair: (&'static str, &'static str),
     metric: &'static str,
     workload: String,
     threads: usize,
@@ -149,6 +151,7 @@ fn rows(study: &Study, results: &Results, metrics: &[&'static str]) -> (Vec<Row>
                 };
                 rows.push(Row {
                     question: format!("{} ({} / {})", q.text, q.subject, q.reference),
+                    pair: (q.subject, q.reference),
                     metric: metric_name,
                     workload: workload.clone(),
                     threads: *threads,
@@ -230,6 +233,177 @@ pub fn answer(study: &Study, results: &Results, metrics: &[&'static str]) -> Str
             verdict_text(c, r.metric)
         );
     }
+    let label = if results.plan.quick {
+        "quick run"
+    } else {
+        "full run"
+    };
+    let seed = seed_tables(study, &[(label, results)], metrics);
+    if !seed.is_empty() {
+        let _ = writeln!(out, "\n## The seed's figures beside ours\n{seed}");
+    }
+    out
+}
+
+/// Whether `name` matches `pattern`, where `*` matches any text (an empty pattern list
+/// matches every workload).
+fn matches(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    for (i, part) in parts.iter().enumerate() {
+        if i + 1 == parts.len() {
+            return rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// The unit our `metric` is in, for `format_value`.
+fn unit_of(metric: &str) -> &'static str {
+    analysis::metric(metric).map_or("per op", |d| d.unit)
+}
+
+/// A value of the seed's, in its unit.
+fn seed_value(v: f64, unit: &str) -> String {
+    match unit {
+        "s" | "bytes" | "1/s" => format_value(v, unit),
+        _ => format!("{} {unit}", format_value(v, "per op")),
+    }
+}
+
+/// The figures of `study`'s seed that `results` (a run, `label` "full run" or "quick run")
+/// can stand beside: one table per pair of ours and metric, the seed's rows first (its values,
+/// reference → variant, and their ratio), then ours cell by cell (medians, reference →
+/// subject, the ratio of medians with its 95% interval, and the verdict of the question that
+/// asks it, if one does). `runs` are the runs to set beside the seed, in order.
+pub fn seed_tables(study: &Study, runs: &[(&str, &Results)], metrics: &[&'static str]) -> String {
+    let mut out = String::new();
+    let mut groups: Vec<(
+        &'static str,
+        Option<&'static str>,
+        &'static str,
+        Vec<&SeedFigure>,
+    )> = Vec::new();
+    for f in study.seed.iter().filter(|f| metrics.contains(&f.metric)) {
+        match groups
+            .iter_mut()
+            .find(|g| (g.0, g.1, g.2) == (f.subject, f.reference, f.metric))
+        {
+            Some(g) => g.3.push(f),
+            None => groups.push((f.subject, f.reference, f.metric, vec![f])),
+        }
+    }
+    for (subject, reference, metric, figures) in groups {
+        let _ = writeln!(
+            out,
+            "\n**{}, {metric}** (the seed's figures, then ours):\n",
+            match reference {
+                Some(r) => format!("`{subject}` against `{r}`"),
+                None => format!("`{subject}`"),
+            }
+        );
+        let _ = writeln!(
+            out,
+            "| | reference → subject | ratio | verdict |\n|---|---|---|---|"
+        );
+        for f in &figures {
+            let (values, ratio) = match f.seed_reference {
+                Some(r) => (
+                    format!("{} → {}", seed_value(r, f.unit), seed_value(f.seed, f.unit)),
+                    if r != 0.0 {
+                        format!("{:.3}", f.seed / r)
+                    } else {
+                        "n/a".into()
+                    },
+                ),
+                None => (seed_value(f.seed, f.unit), String::new()),
+            };
+            let _ = writeln!(out, "| seed: {} | {values} | {ratio} | |", f.what);
+        }
+        let patterns: Vec<&str> = figures
+            .iter()
+            .flat_map(|f| f.workloads.iter().copied())
+            .collect();
+        let unit = unit_of(metric);
+        for (label, results) in runs {
+            let asked = study
+                .questions
+                .iter()
+                .any(|q| Some(q.reference) == reference && q.subject == subject);
+            let decided = if asked {
+                rows(study, results, &[metric]).0
+            } else {
+                Vec::new()
+            };
+            let mut cells: Vec<(String, usize)> = results
+                .measurements
+                .iter()
+                .filter(|m| patterns.is_empty() || patterns.iter().any(|p| matches(p, &m.workload)))
+                .map(|m| (m.workload.clone(), m.threads))
+                .collect();
+            cells.sort();
+            cells.dedup();
+            for (workload, threads) in cells {
+                let a = values(results, subject, &workload, threads, metric);
+                if a.is_empty() {
+                    continue;
+                }
+                let here = format!(
+                    "{label}: {workload}, {threads} thread{}",
+                    if threads == 1 { "" } else { "s" }
+                );
+                let Some(reference) = reference else {
+                    let _ = writeln!(
+                        out,
+                        "| {here} | {} | | |",
+                        format_value(stats::median(&a), unit)
+                    );
+                    continue;
+                };
+                let b = values(results, reference, &workload, threads, metric);
+                if b.is_empty() {
+                    continue;
+                }
+                let medians = format!(
+                    "{} → {}",
+                    format_value(stats::median(&b), unit),
+                    format_value(stats::median(&a), unit)
+                );
+                let row = decided.iter().find(|r| {
+                    r.pair == (subject, reference) && r.workload == workload && r.threads == threads
+                });
+                let (ratio, verdict) = match row {
+                    Some(r) if !r.comparison.baseline_zero => (
+                        format!(
+                            "{:.3} [{:.3}, {:.3}]",
+                            r.comparison.ratio.estimate,
+                            r.comparison.ratio.lo,
+                            r.comparison.ratio.hi
+                        ),
+                        verdict_text(&r.comparison, metric),
+                    ),
+                    Some(r) => ("reference is 0".into(), verdict_text(&r.comparison, metric)),
+                    None => {
+                        let ci =
+                            stats::ratio_of_medians_ci(&a, &b, 0.95, RESAMPLES, results.plan.seed);
+                        (
+                            format!("{:.3} [{:.3}, {:.3}]", ci.estimate, ci.lo, ci.hi),
+                            "not one of the study's questions".into(),
+                        )
+                    }
+                };
+                let _ = writeln!(out, "| {here} | {medians} | {ratio} | {verdict} |");
+            }
+        }
+    }
     out
 }
 
@@ -298,6 +472,26 @@ pub fn readme_block(study: &Study, folder: &Path) -> Result<Option<String>, Stri
             );
         }
     }
+    // The seed beside the full run beside the quick run, for each pass's metrics.
+    let mut seed = String::new();
+    let mut passes = vec![("", study.metrics)];
+    if let Some(counted) = &study.instructions {
+        passes.push(("instructions/", counted.metrics));
+    }
+    for (sub, metrics) in passes {
+        let mut runs = Vec::new();
+        for (d, label) in [("report", "full run"), ("quick-report", "quick run")] {
+            let path = folder.join(d).join(sub).join("results.json");
+            if path.is_file() {
+                runs.push((label, Results::read(&path)?));
+            }
+        }
+        let runs: Vec<(&str, &Results)> = runs.iter().map(|(l, r)| (*l, r)).collect();
+        seed.push_str(&seed_tables(study, &runs, metrics));
+    }
+    if !seed.is_empty() {
+        let _ = writeln!(out, "\nThe seed's figures beside ours:\n{seed}");
+    }
     out.push_str(END);
     Ok(Some(out))
 }
@@ -320,6 +514,17 @@ pub fn with_block(readme: &str, block: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workload_patterns_match_as_globs() {
+        assert!(matches("replay-*-notouch", "replay-python3-stdlib-notouch"));
+        assert!(!matches("replay-*-notouch", "replay-python3-stdlib-touch"));
+        assert!(matches("thread-arena", "thread-arena"));
+        assert!(!matches("thread-arena", "thread-arenas"));
+        assert!(matches("*", "anything"));
+        assert!(matches("a*b*c", "aXbYc"));
+        assert!(!matches("a*b*c", "aXcYb"));
+    }
     use crate::{Grid, Question};
     use alloclab_measure::schema::{Environment, Metrics, Plan, SCHEMA_VERSION};
 
@@ -370,6 +575,7 @@ mod tests {
             metrics: &["wall", "sys"],
             instructions: None,
             programs: None,
+            seed: &[],
         };
         // 8 against 8 that do not overlap: p = 2 / C(16, 8), twice that after Holm over the two
         // rows, 0.0003. b never spends system time.

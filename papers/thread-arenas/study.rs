@@ -6,7 +6,7 @@
 //! against `ThreadLocal<496>` (large requests to the shared arena, the thread keeps its own),
 //! `ThreadLocal`, `Single` and the peers.
 
-use super::{Grid, Question, Study};
+use super::{Grid, Question, SeedFigure, Study};
 use alloclab_measure::subjects::SubjectEntry;
 use alloclab_policies::configs::Using;
 use alloclab_policies::{LargeResetsShared, Lifo, Single, ThreadLocal};
@@ -96,5 +96,44 @@ pub fn study() -> Study {
         ],
         instructions: None,
         programs: None,
+        seed: &SEED,
     }
 }
+
+/// The seed's figures (comments 1 and 6): malloc time per worker thread, bug → fix, read
+/// by its authors off profiles ("~"), on four browser benchmarks; the first gives no unit.
+const SEED: [SeedFigure; 4] = {
+    const fn fig(what: &'static str, fix: f64, bug: f64, unit: &'static str) -> SeedFigure {
+        SeedFigure {
+            what,
+            seed: fix,
+            seed_reference: Some(bug),
+            unit,
+            subject: "thread-small-496",
+            reference: Some("arena-reset-bug"),
+            metric: "alloc_ns_per_thread",
+            workloads: &["thread-arena"],
+        }
+    }
+    [
+        fig(
+            "MotionMark, malloc time per worker (~)",
+            20.0,
+            125.0,
+            "(no unit given)",
+        ),
+        fig("HTML spec, malloc time per worker (~)", 0.015, 0.045, "s"),
+        fig(
+            "StyleBench, malloc time per worker (~, \"to zero\")",
+            0.0,
+            0.030,
+            "s",
+        ),
+        fig(
+            "large GitHub diff, malloc time per worker (~)",
+            0.002,
+            0.025,
+            "s",
+        ),
+    ]
+};

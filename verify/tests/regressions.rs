@@ -168,11 +168,15 @@ fn all_checks(safety: alloclab_core::Safety) -> Heap<AllChecks> {
 /// Found by the mutation campaign (shard 1, `core/src/heap.rs`: `replace && with || in
 /// Heap<C>::allocate_checked`): with canaries compiled in but off, a small allocation wrote
 /// a canary past its request all the same. No test ran the debug-capable heap with canaries
-/// off. A zeroed 10-byte request in a 16-byte region: the 6 bytes past it (usable, per
-/// `usable_size`) stay zero.
+/// off and another allocation hook on (with every hook off, allocations skip the checked
+/// path). A zeroed 10-byte request in a 16-byte region, guard pages on (they concern large
+/// allocations only): the 6 bytes past it (usable, per `usable_size`) stay zero.
 #[test]
 fn no_canary_is_written_when_canaries_are_off() {
-    let heap = all_checks(alloclab_core::Safety::OFF);
+    let heap = all_checks(alloclab_core::Safety {
+        guard: true,
+        ..alloclab_core::Safety::OFF
+    });
     let p = heap.calloc(1, 10);
     assert!(!p.is_null());
     let usable = heap.usable_size(p).unwrap();
