@@ -16,6 +16,7 @@ mod debug_options;
 mod fragmentation_aging;
 #[path = "../poisoning/study.rs"]
 mod poisoning;
+pub mod publication;
 mod questions;
 #[path = "../run-reuse-order/study.rs"]
 mod run_reuse_order;

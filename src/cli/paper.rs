@@ -18,7 +18,8 @@ pub struct PaperArgs {
     /// The study (without one, the studies are listed: `alloclab paper`); `all`: every study
     /// in turn into papers/<study>/report (quick-report with --quick), skipping those this
     /// build already made, resuming an interrupted one, and refusing a full run from a binary
-    /// built on a dirty tree.
+    /// built on a dirty tree; `check`: whether the committed runs can be published as one set
+    /// (one commit, clean trees, no disturbed measurement; exit 1 with what stands in the way).
     pub study: Option<String>,
     /// The CI-sized grid (fewer workloads, threads and rounds).
     #[arg(long)]
@@ -77,6 +78,9 @@ pub fn main(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
     };
     if name == "all" {
         return all(entries, args);
+    }
+    if name == "check" {
+        return check();
     }
     let Some(study) = papers::find(name) else {
         let names: Vec<&str> = papers::all().iter().map(|s| s.name).collect();
@@ -215,7 +219,11 @@ fn up_to_date(
         let r = Results::read(&d.join("results.json"))
             .map_err(|_| format!("no results in {}", d.display()))?;
         let made = &r.environment.build;
-        if made.commit != build.commit || made.dirty != Some(false) {
+        let same = match (&made.commit, &build.commit) {
+            (Some(a), Some(b)) => same_source(a, b),
+            _ => false,
+        };
+        if !same || made.dirty != Some(false) {
             return Err(format!(
                 "{} was made at {}{}",
                 d.display(),
@@ -297,6 +305,48 @@ fn all(entries: &[SubjectEntry], args: &PaperArgs) -> ExitCode {
         ));
     }
     ExitCode::SUCCESS
+}
+
+/// Whether commits `a` and `b` build the same binary and studies: they differ at most in the
+/// committed results (papers/*/report, papers/*/quick-report), the mutation campaign's
+/// outcomes and Markdown. A set of studies is made in pieces, each committed as it finishes,
+/// so the commit a later piece is built at differs from the first only so. False when git
+/// cannot tell (no repository, an unknown commit).
+pub fn same_source(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    std::process::Command::new("git")
+        .args(["diff", "--quiet", a, b, "--", "."])
+        .args([
+            ":(exclude,glob)papers/*/report/**",
+            ":(exclude,glob)papers/*/quick-report/**",
+            ":(exclude)verify/mutants",
+            ":(exclude,glob)**/*.md",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `alloclab paper check`: whether the committed studies can be published as one set (run
+/// from the repository's root); exit 1 with what stands in the way.
+fn check() -> ExitCode {
+    let problems = papers::publication::problems(&papers::all(), Path::new("papers"), &same_source);
+    if problems.is_empty() {
+        println!(
+            "every study has a full and a quick run, built at one commit from a clean tree,              no measurement disturbed"
+        );
+        return ExitCode::SUCCESS;
+    }
+    for p in &problems {
+        println!("{p}");
+    }
+    fail(format!(
+        "{} thing(s) stand in the way of publishing the set",
+        problems.len()
+    ))
 }
 
 /// `--render-readme`: papers/<study>/README.md's generated block from its committed results.
