@@ -47,8 +47,10 @@
 //! atomics (`tests/loom_purge.rs`). Verification builds call a hook in that window
 //! (`set_purge_hook`), which is how a test shows the lock is free during the system call.
 
+use crate::checks;
 use crate::chunk::{
-    ChunkHeader, PageBits, PageEntry, DIRTY, FREE, HEAD, KIND_MASK, LARGE, META, PURGING, SMALL,
+    ChunkHeader, PageBits, PageEntry, DIRTY, FREE, HEAD, KIND_MASK, LARGE, META, PURGED, PURGING,
+    SMALL,
 };
 use crate::error::FreeError;
 use crate::invariants::{expect_eq, Violation, ViolationKind};
@@ -59,7 +61,7 @@ use crate::policy::{Config, Removal, RunReuse};
 use crate::purge::{DirtyHistory, DirtyView, Purge};
 use crate::quarantine::Quarantine;
 use crate::run::{Run, RunHeader, RunRef};
-use crate::safety::Safety;
+use crate::safety::{DebugCaps, Safety};
 use crate::size_class::{
     bin, round_up, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_PAGES, CHUNK_USABLE_PAGES, NBINS, PAGE,
 };
@@ -441,6 +443,12 @@ impl<C: Config> ArenaInner<C> {
             return false;
         };
         let chunk = mem.as_ptr().cast::<ChunkHeader>();
+        if C::DEBUG.contains(DebugCaps::ZERO_CHECK) && self.safety.checks_zero(true) {
+            // The seed's bug, on purpose (`ZeroCheck::All`): the whole chunk is read, so every
+            // page of it is faulted in before any is used.
+            // SAFETY: a fresh, exclusively owned, readable chunk mapping.
+            unsafe { checks::check_zero(chunk as usize, CHUNK, "fresh chunk") };
+        }
         // SAFETY: a fresh, exclusively owned chunk mapping.
         unsafe { ChunkHeader::init(chunk, arena.cast(), index) };
         if !map.set(chunk as usize, CHUNK, chunk as usize | TAG_CHUNK) {
@@ -504,7 +512,8 @@ impl<C: Config> ArenaInner<C> {
         }
     }
 
-    /// Writes the length into the first and last entry of a free run, keeping dirty flags.
+    /// Writes the length into the first and last entry of a free run, keeping their content
+    /// flags.
     ///
     /// # Safety
     /// `chunk` is ours and `page..page+len` are free pages inside it.
@@ -512,14 +521,16 @@ impl<C: Config> ArenaInner<C> {
         // SAFETY: per the contract.
         unsafe {
             let first = ChunkHeader::entry(chunk, page);
-            (*first).bits = PageEntry::free_bits(len, (*first).dirty());
+            (*first).bits = PageEntry::free_bits(len, (*first).content());
             let last = ChunkHeader::entry(chunk, page + len - 1);
-            (*last).bits = PageEntry::free_bits(len, (*last).dirty());
+            (*last).bits = PageEntry::free_bits(len, (*last).content());
         }
     }
 
     /// Marks `page..page+n` (just taken by `take_pages`) with `bits(i)`; zeroes the dirty ones
-    /// if `zero`, and returns how many were dirty.
+    /// if `zero`, and returns how many were dirty. `as_zero`: the caller takes the clean pages
+    /// as zero (a run, whose regions then serve `calloc` without a `memset`, or a zeroed large
+    /// allocation), so `zero_check` reads them first.
     ///
     /// # Safety
     /// The pages were just returned by `take_pages` for `chunk`.
@@ -529,6 +540,7 @@ impl<C: Config> ArenaInner<C> {
         page: usize,
         n: usize,
         zero: bool,
+        as_zero: bool,
         bits: impl Fn(usize) -> usize,
     ) -> usize {
         let mut dirty = 0;
@@ -544,6 +556,14 @@ impl<C: Config> ArenaInner<C> {
                             0,
                             PAGE,
                         );
+                    }
+                } else if C::DEBUG.contains(DebugCaps::ZERO_CHECK) && as_zero {
+                    let fresh = (*e).bits & PURGED == 0;
+                    if self.safety.checks_zero(fresh) {
+                        let what = if fresh { "fresh page" } else { "purged page" };
+                        // SAFETY: a page of our chunk, just taken under the lock; purged pages
+                        // and fresh ones stay mapped and readable.
+                        checks::check_zero(ChunkHeader::page_addr(chunk, page + i), PAGE, what);
                     }
                 }
                 (*e).bits = bits(i);
@@ -748,15 +768,15 @@ impl<C: Config> ArenaInner<C> {
         if epoch != self.purging.epoch {
             return;
         }
-        // Just purged: they read as zero.
-        let (spans, pages) = self.put_back_spans(mine, FREE);
+        // Just purged: they read as zero, and are not fresh (`zero_check: recycled` reads them).
+        let (spans, pages) = self.put_back_spans(mine, FREE | PURGED);
         self.stats.purged_pages += pages as u64;
         self.stats.purge_calls += spans as u64;
         self.purging.in_flight &= !mine;
     }
 
-    /// Puts the spans of the slots in `mask` back as free pages with `bits` (`FREE`, or
-    /// `FREE | DIRTY`), coalesced with their free neighbours; returns how many spans and pages.
+    /// Puts the spans of the slots in `mask` back as free pages with `bits` (`FREE | PURGED`,
+    /// or `FREE | DIRTY`), coalesced with their free neighbours; returns how many spans and pages.
     fn put_back_spans(&mut self, mask: u32, bits: usize) -> (usize, usize) {
         let (mut spans, mut pages) = (0, 0);
         for slot in slots(mask) {
@@ -924,8 +944,9 @@ impl<C: Config> ArenaInner<C> {
         let (chunk, page) = self.take_pages(pages, arena, index, map)?;
         // SAFETY: the pages were just taken for us; the run header lies inside them.
         let header = unsafe {
-            let dirty =
-                self.claim_pages(chunk, page, pages, false, |i| PageEntry::small_bits(idx, i));
+            let dirty = self.claim_pages(chunk, page, pages, false, true, |i| {
+                PageEntry::small_bits(idx, i)
+            });
             RunHeader::init::<Links<C>>(ChunkHeader::page_addr(chunk, page), idx, dirty == 0)
         };
         self.tick_purge();
@@ -1079,7 +1100,7 @@ impl<C: Config> ArenaInner<C> {
         // SAFETY: the pages were just taken for us; lead and trail pages are still free pages
         // of the same chunk, given back after the allocation is marked.
         unsafe {
-            self.claim_pages(chunk, page, pages, zero, |i| {
+            self.claim_pages(chunk, page, pages, zero, zero, |i| {
                 PageEntry::large_bits(if i == 0 { pages } else { 0 }, i == 0)
             });
             if lead > 0 {
@@ -1154,7 +1175,7 @@ impl<C: Config> ArenaInner<C> {
             if flen > need {
                 self.list_free_run(chunk, next + need, flen - need);
             }
-            self.claim_pages(chunk, next, need, false, |_| {
+            self.claim_pages(chunk, next, need, false, false, |_| {
                 PageEntry::large_bits(0, false)
             });
             (*ChunkHeader::entry(chunk, page)).bits = PageEntry::large_bits(new, true);

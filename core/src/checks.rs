@@ -88,6 +88,36 @@ fn write_after_free(addr: usize, class: usize, off: usize) -> ! {
     ))
 }
 
+/// Checks that the `len` bytes at `addr`, which the heap takes believing them zero, are
+/// (`zero_check`); aborts with the first byte that is not, saying where the memory came from
+/// (`what`: "purged page", "fresh chunk", ...) otherwise. Reading a page that was never touched
+/// faults it in: the cost `zero_check: all` exists to show.
+///
+/// # Safety
+/// The range is readable memory of the heap that nothing else uses.
+#[inline]
+pub unsafe fn check_zero(addr: usize, len: usize, what: &str) {
+    // SAFETY: per the contract.
+    if let Some(off) = unsafe { first_not(addr, len, 0) } {
+        // SAFETY: `off` is inside the range.
+        let byte = unsafe { *((addr + off) as *const u8) };
+        not_zero(addr, len, off, byte, what);
+    }
+}
+
+#[cold]
+fn not_zero(addr: usize, len: usize, off: usize, byte: u8, what: &str) -> ! {
+    fatal(format_args!(
+        "memory that should be zero is not at {:#x}: byte {} of the {} of {} bytes at {:#x} is {:#04x} (written after it was freed, or the heap is corrupted)",
+        addr + off,
+        off,
+        what,
+        len,
+        addr,
+        byte
+    ))
+}
+
 /// The size record for `size` in the region at `addr`: its four bytes as they are stored.
 fn record(addr: usize, size: usize) -> [u8; RECORD] {
     let k = (addr >> 4) as u16;

@@ -18,7 +18,9 @@
 //!   allocated. The arena's purge records say which spans these are.
 //!
 //! `DIRTY` is kept per page: set when a page that was in use becomes free, cleared when it is
-//! purged. A free page without `DIRTY` reads as zero (fresh from mmap, or after MADV_DONTNEED).
+//! purged. A free page without `DIRTY` reads as zero (fresh from mmap, or after MADV_DONTNEED);
+//! `PURGED` tells the second from the first, for `zero_check: recycled`, which must read only
+//! memory that could have been written since the heap last knew it zero (`safety.rs`).
 //! All page entries are read and written only under the owning arena's lock (a page being
 //! purged has its memory, never its entry, touched without it).
 
@@ -41,6 +43,10 @@ pub const DIRTY: usize = 1 << 2;
 pub const HEAD: usize = 1 << 3;
 /// With kind `META` outside the header: a page being purged without the arena lock.
 pub const PURGING: usize = 1 << 4;
+/// On a free page without `DIRTY`: it was in use and has been purged since (not fresh).
+pub const PURGED: usize = 1 << 5;
+/// The flags that say what a free page holds: what a free run's ends keep when rewritten.
+pub const CONTENT: usize = DIRTY | PURGED;
 const FIELD_A_SHIFT: u32 = 16;
 const FIELD_B_SHIFT: u32 = 32;
 const FIELD_MASK: usize = 0xffff;
@@ -134,10 +140,16 @@ impl PageEntry {
         (self.bits >> FIELD_B_SHIFT) & FIELD_MASK
     }
 
-    /// Bits of a page in a free run (length only matters at the run's ends).
+    /// Bits of a page in a free run (length only matters at the run's ends) whose content
+    /// flags are `content` (`DIRTY`, `PURGED` or neither: fresh).
     #[inline(always)]
-    pub fn free_bits(len: usize, dirty: bool) -> usize {
-        FREE | (len << FIELD_A_SHIFT) | if dirty { DIRTY } else { 0 }
+    pub fn free_bits(len: usize, content: usize) -> usize {
+        FREE | (len << FIELD_A_SHIFT) | (content & CONTENT)
+    }
+    /// The content flags of a free page (`CONTENT`).
+    #[inline(always)]
+    pub fn content(&self) -> usize {
+        self.bits & CONTENT
     }
     /// Bits of a page in a small run.
     #[inline(always)]
@@ -231,8 +243,8 @@ impl ChunkHeader {
                 (*Self::entry(chunk, p)).bits = META;
             }
             let len = CHUNK_PAGES - CHUNK_HEADER_PAGES;
-            (*Self::entry(chunk, CHUNK_HEADER_PAGES)).bits = PageEntry::free_bits(len, false);
-            (*Self::entry(chunk, CHUNK_PAGES - 1)).bits = PageEntry::free_bits(len, false);
+            (*Self::entry(chunk, CHUNK_HEADER_PAGES)).bits = PageEntry::free_bits(len, 0);
+            (*Self::entry(chunk, CHUNK_PAGES - 1)).bits = PageEntry::free_bits(len, 0);
             // Interior free pages need only their kind; fresh memory is zero (META), so mark them.
             for p in CHUNK_HEADER_PAGES + 1..CHUNK_PAGES - 1 {
                 (*Self::entry(chunk, p)).bits = FREE;
@@ -257,7 +269,7 @@ mod tests {
             (SMALL, 44, 15, false)
         );
         let e = PageEntry {
-            bits: PageEntry::free_bits(254, true),
+            bits: PageEntry::free_bits(254, DIRTY),
             ..e
         };
         assert_eq!((e.kind(), e.len(), e.dirty()), (FREE, 254, true));

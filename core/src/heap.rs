@@ -69,13 +69,15 @@ struct SharedFields<C: Config> {
     safety: Safety,
     /// Whether `allocate` takes `allocate_checked`.
     alloc_hooks: bool,
-    /// Whether small blocks go through the thread cache: never while a debug option is on,
-    /// since a cached free would skip its checks (poison, canary, quarantine) until a flush.
+    /// Whether small blocks go through the thread cache: never while a debug option on regions
+    /// is on, since a cached free would skip its checks (poison, canary, quarantine) until a
+    /// flush.
     cache_on: bool,
     /// Whether pointers may lie outside the page map's chunks (`malloc(0)` slots, samples).
     special_ptrs: bool,
-    /// Whether no debug option is on: a small region is then exactly its class's size, and
-    /// nothing but the arenas (and thread caches) holds pointers.
+    /// Whether no debug option on regions is on (`zero_check` reads pages as arenas take them,
+    /// nothing else): a small region is then exactly its class's size, and nothing but the
+    /// arenas (and thread caches) holds pointers.
     plain: bool,
     zero_size: ZeroSize,
     sampler: Sampler,
@@ -236,7 +238,11 @@ impl<C: Config> Heap<C> {
                 ptr::addr_of_mut!((*shared).fields).write(SharedFields {
                     map,
                     base: Base::new(),
-                    huge: Huge::new(self.options.purge_policy(), self.options.huge_cache_bytes),
+                    huge: Huge::new(
+                        self.options.purge_policy(),
+                        self.options.huge_cache_bytes,
+                        C::DEBUG.contains(DebugCaps::ZERO_CHECK) && safety.checks_zero(true),
+                    ),
                     pool: ArenaPool::new(&self.options, heap_id),
                     caches: CachePool::new::<C::Front>(&self.options, heap_id),
                     choice: C::Arenas::init(&self.options),
@@ -250,12 +256,17 @@ impl<C: Config> Heap<C> {
                     // them on). A count (`sample: N`, one in N allocations) needs every
                     // allocation to reach a decision, which `SlowPath` makes only past the
                     // cache: there the count turns the cache off, as it always did.
+                    // `zero_check` acts where arenas take pages, behind the cache: it leaves
+                    // the cache on.
                     cache_on: C::Front::CACHE
-                        && safety.needs().without(DebugCaps::SAMPLE).is_none()
+                        && safety
+                            .needs()
+                            .without(DebugCaps::SAMPLE.union(DebugCaps::ZERO_CHECK))
+                            .is_none()
                         && !(C::DEBUG.contains(DebugCaps::SAMPLE)
                             && C::SAMPLE_PATH == SamplePath::SlowPath
                             && safety.sample > 0),
-                    plain: safety.needs() == DebugCaps::NONE,
+                    plain: safety.needs().without(DebugCaps::ZERO_CHECK) == DebugCaps::NONE,
                     special_ptrs: safety
                         .needs()
                         .intersects(DebugCaps::ZERO_SIZE.union(DebugCaps::SAMPLE)),

@@ -130,6 +130,9 @@ pub(crate) struct Huge {
     /// The heap's purge policy and the cache's byte bound (0: no cache).
     purge: Purge,
     cache_max: usize,
+    /// Whether a fresh mapping is read through to check that it is zero (`ZeroCheck::All`,
+    /// the seed's bug: it faults in every page of the mapping).
+    check_fresh: bool,
     /// Counters (relaxed; statistics only): fresh mappings, mappings or tails unmapped,
     /// `mremap`s, allocations served from the cache.
     maps: AtomicU64,
@@ -162,7 +165,7 @@ unsafe impl Send for HugeShard {}
 
 impl Huge {
     loom_const_fn! {
-        pub fn new(purge: Purge, cache_max: usize) -> Huge {
+        pub fn new(purge: Purge, cache_max: usize, check_fresh: bool) -> Huge {
             Huge {
                 shards: [
                     HugeShard::new(),
@@ -178,6 +181,7 @@ impl Huge {
                 }),
                 purge,
                 cache_max,
+                check_fresh,
                 maps: AtomicU64::new(0),
                 unmaps: AtomicU64::new(0),
                 remaps: AtomicU64::new(0),
@@ -355,6 +359,12 @@ impl Huge {
         }
         Self::bump(&self.maps);
         let mem = os::map_aligned(bytes, align)?;
+        if self.check_fresh {
+            // SAFETY: a fresh, readable mapping of `bytes` bytes that only we know of.
+            unsafe {
+                crate::checks::check_zero(mem.as_ptr() as usize, bytes, "fresh huge mapping")
+            };
+        }
         Some((mem.as_ptr() as usize, bytes))
     }
 

@@ -99,7 +99,7 @@ pub use policy::{
 };
 pub use purge::{Decay, Purge, PurgePolicy, Threshold};
 pub use run::RunRef;
-pub use safety::{DebugCaps, Poison, Safety, SamplePath};
+pub use safety::{DebugCaps, Poison, Safety, SamplePath, ZeroCheck};
 pub use stats::{ArenaStats, BinStats, Stats};
 #[cfg(loom)]
 pub use thread::loom_thread_exit;

@@ -15,9 +15,11 @@
 //! | quarantine | freed memory is held back (FIFO, bounded in bytes per arena) before reuse; held large allocations are inaccessible | on eviction (write after free), on access (fault), on a second free |
 //! | zero-size | `malloc(0)` returns a unique pointer into an inaccessible region | any access faults |
 //! | sample, sample_ms | one allocation in N, or one per interval, goes to a guarded slot (`sampled.rs`) | a fault near it, with both stacks |
+//! | zero_check (`off`, `recycled`, `all`) | reads memory the heap takes believing it zero: purged pages it reuses (`recycled`); also every chunk and huge mapping fresh from `mmap` (`all`, the bug of jemalloc's 2013 debug build) | when taken: "memory that should be zero is not" with the address and byte |
 //!
-//! Fresh pages from the OS are never filled or checked: they are zero, and a region that was
-//! never handed out is skipped by the reuse check.
+//! Fresh pages from the OS are never filled or checked (except by `zero_check: all`, which
+//! exists to show what checking them costs): they are zero, and a region that was never handed
+//! out is skipped by the reuse check.
 
 /// Where a heap with a thread cache decides whether an allocation is sampled
 /// (`Config::SAMPLE_PATH`): the decision implementations KFENCE's authors compared, chosen
@@ -42,7 +44,7 @@ pub enum SamplePath {
 
 /// Debug capabilities, compiled into a configuration (`Config::DEBUG`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DebugCaps(u8);
+pub struct DebugCaps(u16);
 
 impl DebugCaps {
     /// Nothing: every hook compiles away.
@@ -63,8 +65,10 @@ impl DebugCaps {
     pub const ZERO_SIZE: DebugCaps = DebugCaps(1 << 6);
     /// Sampled guarded allocations (`sampled.rs`).
     pub const SAMPLE: DebugCaps = DebugCaps(1 << 7);
+    /// Checking that memory taken as zero is zero (`ZeroCheck`).
+    pub const ZERO_CHECK: DebugCaps = DebugCaps(1 << 8);
     /// Everything: every option can be chosen at run time.
-    pub const ALL: DebugCaps = DebugCaps(u8::MAX);
+    pub const ALL: DebugCaps = DebugCaps((1 << 9) - 1);
 
     /// Both sets.
     pub const fn union(self, other: DebugCaps) -> DebugCaps {
@@ -93,7 +97,7 @@ impl DebugCaps {
 
     /// The names of the capabilities in `self`, for messages.
     pub fn write_names(self, w: &mut dyn core::fmt::Write) -> core::fmt::Result {
-        const NAMES: [&str; 8] = [
+        const NAMES: [&str; 9] = [
             "poison",
             "junk",
             "zero",
@@ -102,6 +106,7 @@ impl DebugCaps {
             "quarantine",
             "zero-size",
             "sample",
+            "zero-check",
         ];
         let mut first = true;
         for (i, n) in NAMES.iter().enumerate() {
@@ -125,6 +130,26 @@ pub enum Poison {
     /// The first N bytes (a multiple of the 64-byte cache line), as mozjemalloc's `some`.
     Some(usize),
     /// Every byte.
+    All,
+}
+
+/// Which memory the heap reads to confirm it is zero when it takes it believing so (the
+/// `zero_check` option; `arena.rs`, `huge.rs`). jemalloc's debug builds of 2012-13 checked
+/// every chunk they obtained as zeroed, fresh ones from `mmap` included: reading a fresh page
+/// faults it in, so each process paid for whole chunks it never used (FreeBSD's
+/// `MALLOC_PRODUCTION` thread: about 8 MiB per process, start-up 12 times slower). The fix
+/// skipped memory known to come fresh from the OS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZeroCheck {
+    /// Nothing is checked.
+    Off,
+    /// The fix: only memory that is zero because the heap made it so, and could have been
+    /// written since: pages it purged (`MADV_DONTNEED`) and takes again for a run or a zeroed
+    /// large allocation. Pages fresh from `mmap` are never read.
+    Recycled,
+    /// The seed's bug: also every page of every chunk and huge mapping as it comes from
+    /// `mmap`, all of it read at once, and fresh pages again when a run or a zeroed large
+    /// allocation takes them.
     All,
 }
 
@@ -164,6 +189,8 @@ pub struct Safety {
     pub sample: usize,
     /// Sample the first allocation after each interval of this many milliseconds (0: none).
     pub sample_ms: usize,
+    /// Which memory taken as zero is checked to be zero.
+    pub zero_check: ZeroCheck,
 }
 
 /// The capabilities that fill freed memory.
@@ -196,6 +223,7 @@ impl Safety {
         zero_size: false,
         sample: 0,
         sample_ms: 0,
+        zero_check: ZeroCheck::Off,
     };
 
     /// The hardened profile: cheap checks that catch common misuse in production.
@@ -209,6 +237,7 @@ impl Safety {
         zero_size: true,
         sample: 0,
         sample_ms: 0,
+        zero_check: ZeroCheck::Off,
     };
 
     /// The debug profile: every check, full poisoning and junk, a larger quarantine.
@@ -222,6 +251,7 @@ impl Safety {
         zero_size: true,
         sample: 0,
         sample_ms: 0,
+        zero_check: ZeroCheck::Off,
     };
 
     /// The capabilities these options need compiled in.
@@ -251,6 +281,9 @@ impl Safety {
         if self.sample > 0 || self.sample_ms > 0 {
             c |= DebugCaps::SAMPLE.0;
         }
+        if !matches!(self.zero_check, ZeroCheck::Off) {
+            c |= DebugCaps::ZERO_CHECK.0;
+        }
         DebugCaps(c)
     }
 
@@ -263,6 +296,17 @@ impl Safety {
             }
         }
         Ok(())
+    }
+
+    /// Whether memory taken as zero is checked: pages fresh from the OS (`fresh`) only under
+    /// `ZeroCheck::All`, recycled ones under either mode.
+    #[inline(always)]
+    pub fn checks_zero(&self, fresh: bool) -> bool {
+        match self.zero_check {
+            ZeroCheck::Off => false,
+            ZeroCheck::Recycled => !fresh,
+            ZeroCheck::All => true,
+        }
     }
 
     /// The byte freed memory is filled with, and how many bytes of an allocation of `size`

@@ -7,7 +7,7 @@
 
 use crate::select::{Arenas, Reuse, Selection};
 use alloclab_core::safety::CACHE_LINE;
-use alloclab_core::{Options, Poison, Purge, Safety, TcacheCheck, MAX_ARENAS};
+use alloclab_core::{Options, Poison, Purge, Safety, TcacheCheck, ZeroCheck, MAX_ARENAS};
 
 // ---- the configuration being built ------------------------------------------------------------
 
@@ -73,6 +73,8 @@ pub struct Conf {
     pub sample: usize,
     /// Sample one allocation per this many milliseconds (0: off).
     pub sample_ms: usize,
+    /// Which memory taken as zero is checked (no profile turns it on).
+    pub zero_check: ZeroCheck,
 }
 
 /// The `poison:` values (the size of `some` is `poison_size:`).
@@ -294,6 +296,7 @@ impl Conf {
             quarantine: None,
             sample: 0,
             sample_ms: 0,
+            zero_check: ZeroCheck::Off,
         };
         for opt in OPTIONS.iter() {
             // A default that does not parse is a bug of this table; a unit test catches it.
@@ -365,6 +368,7 @@ impl Conf {
             zero_size: base.zero_size,
             sample: self.sample,
             sample_ms: self.sample_ms,
+            zero_check: self.zero_check,
         }
     }
 
@@ -403,7 +407,7 @@ pub struct Opt {
 }
 
 /// Every option, in `help` order.
-pub static OPTIONS: [Opt; 25] = [
+pub static OPTIONS: [Opt; 26] = [
     Opt {
         name: "config",
         values: "addr-ordered|lifo|mrf|mrf-current|lifo-tcache",
@@ -681,6 +685,23 @@ pub static OPTIONS: [Opt; 25] = [
             Ok(())
         },
     },
+    Opt {
+        name: "zero_check",
+        values: "off|recycled|all",
+        default: "off",
+        help: "check that memory taken as zero is: recycled (purged pages taken again); all (also every chunk fresh from mmap, read whole: the bug of jemalloc's 2013 debug build)",
+        set: |c, v| {
+            c.zero_check = pick(
+                v,
+                &[
+                    ("off", ZeroCheck::Off),
+                    ("recycled", ZeroCheck::Recycled),
+                    ("all", ZeroCheck::All),
+                ],
+            )?;
+            Ok(())
+        },
+    },
 ];
 
 /// The option named `key`.
@@ -902,9 +923,20 @@ mod tests {
         );
         set(&mut c, b"quarantine", b"0").unwrap();
         assert_eq!(c.safety().quarantine, 0);
+        // No profile checks zeroed memory; the entry does, under any profile.
+        assert_eq!(c.safety().zero_check, ZeroCheck::Off);
+        set(&mut c, b"zero_check", b"recycled").unwrap();
+        assert_eq!(c.safety().zero_check, ZeroCheck::Recycled);
+        set(&mut c, b"profile", b"debug").unwrap();
+        set(&mut c, b"zero_check", b"all").unwrap();
+        assert_eq!(c.safety().zero_check, ZeroCheck::All);
+        assert_eq!(set(&mut c, b"zero_check", b"fresh"), Err("unknown value"));
+        set(&mut c, b"profile", b"hardened").unwrap();
+        set(&mut c, b"zero_check", b"off").unwrap();
         assert_eq!(c.selection().options.safety, c.safety());
         for (_, s) in PROFILES {
             assert_eq!(s.validate(), Ok(()));
+            assert_eq!(s.zero_check, ZeroCheck::Off);
         }
     }
 
