@@ -77,6 +77,7 @@ mod huge;
 mod quarantine;
 mod sampled;
 pub mod slot_ring;
+pub mod static_key;
 mod zero_size;
 
 mod error;
