@@ -408,9 +408,9 @@ fn a_trace_prefix_is_the_trace_cut_short() {
 fn workload_names_are_unique_and_found() {
     let all = workloads::all();
     let mut names: Vec<&str> = all.iter().map(|w| w.name()).collect();
-    // Thirteen synthetic workloads (nine, and the four shapes of issue 42) and every bundled
-    // trace twice (touch, no touch).
-    assert_eq!(names.len(), 13 + 2 * alloclab::trace::bundled::ALL.len());
+    // Fourteen synthetic workloads (nine, the four shapes of issue 42, and the sampling
+    // study's requests) and every bundled trace twice (touch, no touch).
+    assert_eq!(names.len(), 14 + 2 * alloclab::trace::bundled::ALL.len());
     for n in &names {
         assert_eq!(
             workloads::by_name(n)

@@ -2,10 +2,13 @@
 //! slow path, on every allocation with a per-thread countdown, or through a shared gate the
 //! slow path opens. Sampling alone leaves the cache on (but for a count under `SlowPath`,
 //! which needs every allocation to decide), so the three differ in what they cost the
-//! cache's fast path and in which allocations they can sample.
+//! cache's fast path and in which allocations they can sample. Under the static key, the
+//! fast path's branch is patched in the code: the tests read its bytes.
 
 use alloclab::policies::{Lifo, ThreadCache, ThreadLocal};
+use alloclab::static_key::{self, NOP5};
 use alloclab::{Config, DebugCaps, Heap, Options, Safety, SamplePath};
+use std::sync::Mutex;
 
 macro_rules! cached_sampling {
     ($name:ident, $path:expr) => {
@@ -23,6 +26,10 @@ macro_rules! cached_sampling {
 cached_sampling!(SlowPath, SamplePath::SlowPath);
 cached_sampling!(Countdown, SamplePath::Countdown);
 cached_sampling!(Gate, SamplePath::Gate);
+cached_sampling!(StaticKey, SamplePath::StaticKey);
+
+/// The key is one per process: its tests take turns (the others never touch it).
+static KEY: Mutex<()> = Mutex::new(());
 
 fn heap_timed<C: Config>(sample_ms: usize) -> Heap<C> {
     Heap::with_options(Options {
@@ -157,4 +164,115 @@ fn sampled_allocations_pass_through_the_cache_s_free_and_realloc() {
         h.free(first);
     }
     h.check_invariants().unwrap();
+}
+
+/// Every site of the test binary is `expected` (the `nop`, or each its own `jmp`).
+fn sites_are(on: bool) -> bool {
+    static_key::sites().all(|s| s.bytes() == if on { s.jump().unwrap() } else { NOP5 })
+}
+
+#[test]
+fn a_static_key_is_patched_in_by_the_slow_path_and_out_by_the_sample() {
+    let _turn = KEY.lock().unwrap_or_else(|e| e.into_inner());
+    assert!(static_key::patchable(), "this system refused to patch code");
+    assert!(
+        static_key::sites().count() > 0,
+        "no branch site in the binary"
+    );
+    assert!(!static_key::enabled() && sites_are(false));
+    // `sample: 1`: every refill (the slow path) decides "sample", opening the gate and
+    // patching the branch in; the next allocation, a cache hit, jumps, takes the gate and
+    // patches it out. So an allocation is sampled exactly when the key was on before it.
+    let h = heap::<StaticKey>(1);
+    let patches = static_key::patches();
+    let mut live = Vec::new();
+    let mut samples = 0;
+    for _ in 0..5_000 {
+        let on = static_key::enabled();
+        if on {
+            assert!(sites_are(true), "the key is on and a site is not a jump");
+            assert_eq!(static_key::open_gates(), 1);
+        }
+        let p = h.malloc(32);
+        assert!(!p.is_null());
+        let sampled = h.arena_of(p).is_none();
+        assert_eq!(sampled, on, "sampled {sampled} with the key on {on}");
+        if sampled {
+            samples += 1;
+            assert!(
+                !static_key::enabled() && sites_are(false),
+                "not patched out"
+            );
+            // SAFETY: live, just allocated; the pool's slots are given back at once.
+            unsafe { h.free(p) };
+        } else {
+            live.push(p);
+        }
+    }
+    for p in live {
+        // SAFETY: live.
+        unsafe { h.free(p) };
+    }
+    h.check_invariants().unwrap();
+    assert!(samples >= 20, "{samples} samples in 5,000 allocations");
+    // In and out once per sample, at every site (some refills may open no gate: a free).
+    let sites = static_key::sites().count();
+    assert!(static_key::patches() - patches >= 2 * samples * sites);
+    drop(h);
+    assert_eq!(static_key::open_gates(), 0);
+    assert!(!static_key::enabled() && sites_are(false));
+}
+
+#[test]
+fn a_static_key_flips_while_threads_allocate_and_every_gate_is_accounted_for() {
+    let _turn = KEY.lock().unwrap_or_else(|e| e.into_inner());
+    // Two heaps under one key: the threads of one run the patched jump for the other's
+    // samples too, and find their own gate closed. Every refill opens a gate.
+    let a = heap::<StaticKey>(1);
+    let b = heap::<StaticKey>(1);
+    let seen: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|t| {
+                let h = if t % 2 == 0 { &a } else { &b };
+                scope.spawn(move || {
+                    let mut sampled = 0;
+                    for round in 0..40 {
+                        let live: Vec<*mut u8> =
+                            (0..300).map(|i| h.malloc(16 + (i + round) % 200)).collect();
+                        for p in live {
+                            assert!(!p.is_null());
+                            sampled += usize::from(h.arena_of(p).is_none());
+                            // SAFETY: live, freed once (sampled ones give their slot back).
+                            unsafe {
+                                p.write_bytes(0xa5, 16);
+                                h.free(p);
+                            }
+                        }
+                    }
+                    sampled
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    assert!(seen > 0, "nothing sampled while the key flipped");
+    a.check_invariants().unwrap();
+    b.check_invariants().unwrap();
+    // At most one gate per heap can still be open; one more allocation on each takes it.
+    // At most one gate per heap can still be open. This thread's first allocation on each
+    // heap refills its cache (opening a gate: `sample: 1`), its second takes the gate.
+    assert!(static_key::open_gates() <= 2);
+    for h in [&a, &b] {
+        for _ in 0..2 {
+            let p = h.malloc(32);
+            // SAFETY: live, just allocated.
+            unsafe { h.free(p) };
+        }
+    }
+    assert_eq!(
+        static_key::open_gates(),
+        0,
+        "a gate was counted but never closed"
+    );
+    assert!(!static_key::enabled() && sites_are(false));
 }

@@ -47,6 +47,8 @@ pub fn prefork() {
     thread::registry_lock();
     // SAFETY: the registry lock is held.
     unsafe { thread::each_live_heap(Step::Lock) };
+    // Last: a heap may hold its locks while it patches the sampling key, never the reverse.
+    crate::static_key::prefork();
     HOLDER.store(me, Relaxed);
     DEPTH.store(1, Relaxed);
 }
@@ -65,6 +67,7 @@ pub fn postfork_parent() {
     if !outermost() {
         return;
     }
+    crate::static_key::postfork_parent();
     // SAFETY: the registry lock is held since `prefork`.
     unsafe { thread::each_live_heap(Step::Unlock) };
     thread::registry_unlock();
@@ -75,6 +78,7 @@ pub fn postfork_child() {
     if !outermost() {
         return;
     }
+    crate::static_key::postfork_child();
     // SAFETY: the registry lock is held since `prefork` (by this thread, the child's only one).
     unsafe { thread::each_live_heap(Step::Reset) };
     thread::registry_reset();

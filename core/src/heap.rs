@@ -271,7 +271,11 @@ impl<C: Config> Heap<C> {
                         .needs()
                         .intersects(DebugCaps::ZERO_SIZE.union(DebugCaps::SAMPLE)),
                     sampler: if C::DEBUG.contains(DebugCaps::SAMPLE) {
-                        Sampler::new(safety.sample, safety.sample_ms)
+                        Sampler::new(
+                            safety.sample,
+                            safety.sample_ms,
+                            C::SAMPLE_PATH == SamplePath::StaticKey && crate::static_key::PATCHED,
+                        )
                     } else {
                         Sampler::off()
                     },
@@ -552,34 +556,44 @@ impl<C: Config> Heap<C> {
             SamplePath::Countdown => {
                 !(C::Front::CACHE && cacheable(size, align)) && s.sampler.should_sample(size, align)
             }
-            // A gate opened earlier is taken first: the decision below opens it for the next
-            // allocation, not this one.
-            SamplePath::Gate => {
+            // A gate opened earlier is taken first: the decision below opens it (and under the
+            // static key, patches the fast path's branch in) for the next allocation, not this
+            // one, unless the key cannot be turned on here.
+            SamplePath::Gate | SamplePath::StaticKey => {
                 if s.sampler.take_gate(size, align) {
                     return true;
                 }
-                if s.sampler.should_sample(size, align) {
-                    s.sampler.open_gate();
-                }
-                false
+                s.sampler.should_sample(size, align) && s.sampler.open_gate()
             }
         }
     }
 
-    /// The sampling decision on the thread cache's fast path (`SamplePath::Countdown` and
-    /// `Gate`): a sampled allocation, or `None` to go on.
+    /// The sampling decision on the thread cache's fast path (`SamplePath::Countdown`, `Gate`
+    /// and `StaticKey`): a sampled allocation, or `None` to go on.
     #[inline(always)]
     fn sample_fast(s: &Shared<C>, size: usize, align: usize, zero: bool) -> Option<*mut u8> {
         let take = match C::SAMPLE_PATH {
             SamplePath::SlowPath => false,
             SamplePath::Countdown => s.sampler.on() && s.sampler.should_sample(size, align),
             SamplePath::Gate => s.sampler.take_gate(size, align),
+            // The branch is a `nop` until some heap's gate opens; only then the gate is read.
+            SamplePath::StaticKey if crate::static_key::PATCHED => {
+                crate::static_key::branch() && Self::take_keyed(s, size, align)
+            }
+            SamplePath::StaticKey => s.sampler.take_gate(size, align),
         };
         if !take {
             return None;
         }
         let p = Self::allocate_sampled(s, size, align, zero);
         (!p.is_null()).then_some(p)
+    }
+
+    /// `SamplePath::StaticKey`, behind the patched branch: out of the fast path's line.
+    #[cold]
+    #[inline(never)]
+    fn take_keyed(s: &Shared<C>, size: usize, align: usize) -> bool {
+        s.sampler.take_gate(size, align)
     }
 
     /// A sampled allocation (`sampled.rs`), or null if the pool is full.

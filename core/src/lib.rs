@@ -31,6 +31,7 @@
 //! | | `hardening.rs` | the debug options' hooks in the arena's paths |
 //! | | `zero_size.rs` | `malloc(0)` into an inaccessible region |
 //! | | `sampled.rs` | sampled guarded allocations and their fault reports |
+//! | | `static_key.rs` | the sampling decision's static key: a branch patched in the code (`SamplePath::StaticKey`) |
 //! | | `slot_ring.rs` | the sampled pool's free slots (a locked FIFO, checked by loom) |
 //! | | `huge.rs` | huge mappings and the cache of freed ones |
 //! | | `heap.rs` | `Heap<C>`: init, dispatch, free, realloc, stats, invariants |
@@ -77,6 +78,7 @@ mod huge;
 mod quarantine;
 mod sampled;
 pub mod slot_ring;
+pub mod static_key;
 mod zero_size;
 
 mod error;

@@ -37,9 +37,16 @@ pub enum SamplePath {
     /// branch on every `malloc` (KFENCE's naive per-CPU counter).
     Countdown,
     /// Every allocation tests one shared flag, which the slow path's countdown (or clock)
-    /// opens; the next allocation on any thread closes it and is sampled. The stand-in for a
-    /// static key: one load of a read-mostly cache line where the kernel patches a no-op.
+    /// opens; the next allocation on any thread closes it and is sampled: one load of a
+    /// read-mostly cache line on every allocation.
     Gate,
+    /// A static key (`static_key.rs`), as KFENCE's: every allocation runs a 5-byte `nop` in
+    /// the code, which the slow path's countdown (or clock) patches into a `jmp` to `Gate`'s
+    /// test when it opens the gate, and which the allocation that closes the gate patches
+    /// back. No load on the fast path while no sample is pending. On x86-64 Linux only;
+    /// elsewhere (see `static_key::PATCHED`) it compiles to `Gate`. Where the system refuses
+    /// to patch code, the slow path samples its own allocation instead (as `SlowPath`).
+    StaticKey,
 }
 
 /// Debug capabilities, compiled into a configuration (`Config::DEBUG`).

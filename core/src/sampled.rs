@@ -85,8 +85,12 @@ pub(crate) struct Sampler {
     deadline: AtomicU64,
     /// `SamplePath::Gate`: open when the next allocation is to be sampled. Written once per
     /// sample, read by every allocation: a line of its own, so that the writes to `deadline`
-    /// do not take it away from the readers.
+    /// do not take it away from the readers. Under `SamplePath::StaticKey`, read only behind
+    /// the patched branch.
     gate: Gate,
+    /// `SamplePath::StaticKey` with a patched branch: opening the gate turns the process's
+    /// key on (`static_key.rs`), closing it turns it off.
+    keyed: bool,
 }
 
 #[repr(align(64))]
@@ -160,12 +164,14 @@ impl Sampler {
             interval_ns: 0,
             deadline: AtomicU64::new(0),
             gate: Gate(AtomicBool::new(false)),
+            keyed: false,
         }
     }
 
     /// A pool sampling one allocation in `rate` on average (1: every one; 0: none by count)
     /// and one per `interval_ms` (0: none by time); off if both are 0 or the OS refuses.
-    pub fn new(rate: usize, interval_ms: usize) -> Sampler {
+    /// `keyed`: its gate is behind the static key (`SamplePath::StaticKey` where patched).
+    pub fn new(rate: usize, interval_ms: usize, keyed: bool) -> Sampler {
         if rate == 0 && interval_ms == 0 {
             return Sampler::off();
         }
@@ -188,6 +194,7 @@ impl Sampler {
             interval_ns,
             deadline: AtomicU64::new(now_ns() + interval_ns),
             gate: Gate(AtomicBool::new(false)),
+            keyed,
         }
     }
 
@@ -227,22 +234,49 @@ impl Sampler {
         })
     }
 
-    /// `SamplePath::Gate`: lets the next allocation of at most a page, on any thread, be
-    /// sampled.
+    /// `SamplePath::Gate` and `StaticKey`: lets the next allocation of at most a page, on
+    /// any thread, be sampled; under the static key, turns the key on for it. Whether the
+    /// caller is to sample its own allocation instead: the key could not be turned on (the
+    /// system refuses to patch code), and this call closed the gate again.
     #[cold]
-    pub fn open_gate(&self) {
-        self.gate.0.store(true, Ordering::Relaxed);
+    pub fn open_gate(&self) -> bool {
+        if !self.keyed {
+            self.gate.0.store(true, Ordering::Relaxed);
+            return false;
+        }
+        // Counted before the gate opens and uncounted after it closes, so the key's count is
+        // never below the gates open (a taker on another thread may close it at once).
+        crate::static_key::hold();
+        if self.gate.0.swap(true, Ordering::AcqRel) {
+            // Already open: its opener counted it.
+            crate::static_key::release();
+            return false;
+        }
+        if crate::static_key::reconcile() {
+            return false;
+        }
+        // Nobody can take it on the fast path: sample here, unless another thread's slow
+        // path took it meanwhile.
+        self.close_gate()
     }
 
-    /// `SamplePath::Gate`: whether this allocation (of `size` bytes aligned to `align`) is
-    /// the one to be sampled: the gate was open and this call closed it. While it is closed,
-    /// one relaxed load.
+    /// `SamplePath::Gate` and `StaticKey`: whether this allocation (of `size` bytes aligned
+    /// to `align`) is the one to be sampled: the gate was open and this call closed it. While
+    /// it is closed, one relaxed load.
     #[inline(always)]
     pub fn take_gate(&self, size: usize, align: usize) -> bool {
-        self.gate.0.load(Ordering::Relaxed)
-            && size <= PAGE
-            && align <= PAGE
-            && self.gate.0.swap(false, Ordering::Relaxed)
+        self.gate.0.load(Ordering::Relaxed) && size <= PAGE && align <= PAGE && self.close_gate()
+    }
+
+    /// Closes an open gate; whether this call closed it (under the static key, then turning
+    /// the key off, by this thread).
+    #[cold]
+    fn close_gate(&self) -> bool {
+        let closed = self.gate.0.swap(false, Ordering::AcqRel);
+        if closed && self.keyed {
+            crate::static_key::release();
+        }
+        closed
     }
 
     #[cold]
@@ -495,6 +529,8 @@ impl Drop for Sampler {
         if self.base == 0 {
             return;
         }
+        // A sample still pending keeps the key on for every heap: give it back.
+        self.close_gate();
         crate::fault::unregister(self as *const Sampler as *const ());
         // SAFETY: mapped by `new`; the heap is being dropped, nothing uses the pool.
         unsafe {

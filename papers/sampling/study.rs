@@ -8,11 +8,20 @@
 //!
 //! The seed's own comparison is of decision implementations, on an allocator with a per-CPU
 //! fast path: a naive counter on every allocation, a static key opened by a timer, and
-//! stealing (the decision where the allocator refills). Here they are the three
-//! `Config::SAMPLE_PATH`s of `lifo-tcache` with only the sampling check compiled in
-//! (`Countdown`, `Gate`, `SlowPath`), each sampling one allocation per 100 ms as the seed's
-//! static keys did, against `lifo-tcache` itself (nothing compiled in) and against the same
-//! heap with the check compiled in and sampling off.
+//! stealing (the decision where the allocator refills). Here they are `Config::SAMPLE_PATH`s
+//! of `lifo-tcache` with only the sampling check compiled in, each sampling one allocation
+//! per 100 ms as the seed's static keys did: `Countdown` (naive), `StaticKey` (a 5-byte `nop`
+//! in the fast path's code, patched into a `jmp` when the 100 ms clock fires and back once the
+//! sample is taken: `core/src/static_key.rs`; a shared flag where the code cannot be patched),
+//! `SlowPath` (stealing), and `Gate`, a shared flag read on every allocation (what a static
+//! key would cost as a load); against `lifo-tcache` itself (nothing compiled in) and against
+//! the same heap with the check compiled in and sampling off.
+//!
+//! The seed measured throughput, sysbench's requests per second with 8 threads; the
+//! `requests` workload is that shape (each thread serving requests, each a fixed batch of 16
+//! allocations and their frees, so requests/s is `ops_per_sec` / 32), measured at 1, 2, 4 and
+//! 8 threads and asked about on `ops_per_sec` beside wall time; callgrind counts instructions
+//! per allocator call on `churn` and `requests`.
 
 use super::checked::{checked_variant, entry};
 use super::{Grid, InstructionPass, Question, SeedFigure, Study};
@@ -37,6 +46,7 @@ macro_rules! sampling_tcache {
 }
 sampling_tcache!(NaiveTcache, SamplePath::Countdown);
 sampling_tcache!(GateTcache, SamplePath::Gate);
+sampling_tcache!(StaticKeyTcache, SamplePath::StaticKey);
 sampling_tcache!(StealTcache, SamplePath::SlowPath);
 
 /// One per 100 ms, the seed's interval.
@@ -48,6 +58,7 @@ const EVERY_100_MS: Safety = Safety {
 checked_variant!(tcache_check_off, StealTcache, Safety::OFF);
 checked_variant!(naive_100ms, NaiveTcache, EVERY_100_MS);
 checked_variant!(gate_100ms, GateTcache, EVERY_100_MS);
+checked_variant!(static_key_100ms, StaticKeyTcache, EVERY_100_MS);
 checked_variant!(steal_100ms, StealTcache, EVERY_100_MS);
 
 checked_variant!(sample_off, Safety::OFF);
@@ -98,6 +109,7 @@ fn variants() -> Vec<SubjectEntry> {
         entry("tcache-check-off", tcache_check_off),
         entry("naive-100ms", naive_100ms),
         entry("gate-100ms", gate_100ms),
+        entry("static-key-100ms", static_key_100ms),
         entry("steal-100ms", steal_100ms),
     ]
 }
@@ -118,20 +130,27 @@ pub fn study() -> Study {
             "lifo",
             "tcache-check-off",
             "naive-100ms",
+            "static-key-100ms",
             "gate-100ms",
             "steal-100ms",
             "lifo-tcache",
         ],
         baseline: "sample-off",
         full: Grid {
-            workloads: vec!["churn", "larson", "replay-python3-stdlib-notouch"],
-            threads: vec![1, 2, 4],
+            workloads: vec![
+                "churn",
+                "larson",
+                "requests",
+                "replay-python3-stdlib-notouch",
+            ],
+            // 8: the seed's sysbench threads.
+            threads: vec![1, 2, 4, 8],
             reps: 10,
             scale: 1.0,
         },
         quick: Grid {
-            workloads: vec!["churn"],
-            threads: vec![1, 2],
+            workloads: vec!["churn", "requests"],
+            threads: vec![1, 2, 8],
             reps: 7,
             scale: 0.1,
         },
@@ -143,9 +162,27 @@ pub fn study() -> Study {
                 margins: &[],
             },
             Question {
+                subject: "static-key-100ms",
+                reference: "lifo-tcache",
+                text: "the seed's static key (a patched nop/jmp) against no sampling compiled in",
+                margins: &[],
+            },
+            Question {
+                subject: "naive-100ms",
+                reference: "static-key-100ms",
+                text: "the seed's naive counter against its static key",
+                margins: &[],
+            },
+            Question {
                 subject: "gate-100ms",
                 reference: "lifo-tcache",
-                text: "the seed's static key (a shared gate) against no sampling compiled in",
+                text: "a shared flag read on every allocation against no sampling compiled in",
+                margins: &[],
+            },
+            Question {
+                subject: "gate-100ms",
+                reference: "static-key-100ms",
+                text: "a shared flag against the static key (a load against a nop)",
                 margins: &[],
             },
             Question {
@@ -203,10 +240,11 @@ pub fn study() -> Study {
                 margins: &[],
             },
         ],
-        metrics: &["wall"],
+        // `ops_per_sec`: the seed's throughput (on `requests`, 32 calls per request).
+        metrics: &["wall", "ops_per_sec"],
         instructions: Some(InstructionPass {
             metrics: &["instructions"],
-            workloads: vec!["churn"],
+            workloads: vec!["churn", "requests"],
             threads: vec![1],
             scale: 0.2,
             full_reps: 10,

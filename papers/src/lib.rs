@@ -307,7 +307,13 @@ mod tests {
                 unsafe { heap.free(p) };
                 // The poisoning variants share `Checked`; the sampling study adds
                 // `lifo-tcache` configs that compile in sampling alone.
-                let configs = ["checked", "NaiveTcache", "GateTcache", "StealTcache"];
+                let configs = [
+                    "checked",
+                    "NaiveTcache",
+                    "GateTcache",
+                    "StaticKeyTcache",
+                    "StealTcache",
+                ];
                 assert!(
                     configs.contains(&heap.name().as_str()),
                     "{}: {}",

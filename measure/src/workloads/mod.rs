@@ -10,6 +10,7 @@ mod large_loop;
 mod larson;
 mod producer_consumer;
 mod realloc_growth;
+mod requests;
 mod thread_arena;
 mod trace_replay;
 mod transfer_stress;
@@ -23,6 +24,7 @@ pub use large_loop::LargeLoop;
 pub use larson::Larson;
 pub use producer_consumer::ProducerConsumer;
 pub use realloc_growth::ReallocGrowth;
+pub use requests::Requests;
 pub use thread_arena::ThreadArena;
 pub use trace_replay::{trace_name, TraceReplay};
 pub use transfer_stress::TransferStress;
@@ -78,6 +80,8 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(TransferStress),
         Box::new(LargeLoop),
         Box::new(XthreadFree),
+        // The KFENCE seed's throughput shape (the sampling study): requests per second.
+        Box::new(Requests),
     ];
     v.extend(traces());
     v
