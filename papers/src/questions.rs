@@ -298,6 +298,9 @@ pub fn readme_block(study: &Study, folder: &Path) -> Result<Option<String>, Stri
             );
         }
     }
+    if let Some(tables) = super::seed_tables(study, &dir)? {
+        out.push_str(&tables);
+    }
     out.push_str(END);
     Ok(Some(out))
 }
