@@ -8,7 +8,8 @@
 //! and all of them, evenly spaced, and the sampler never allocates while it samples. The
 //! summaries are running figures over every sample, not over the kept points.
 //!
-//! When the workload counts its live bytes (`live::track`), each point also keeps them, and
+//! When the workload counts its live bytes (`live::track`), each point also keeps them and
+//! the allocator calls made so far (for fragmentation charted over calls), and
 //! the run gets fragmentation figures (`Fragmentation`): at the peak over every sample, and
 //! the mean over the kept points (all of them, and the last quarter of the run's time) of the
 //! resident bytes the run added over the live bytes.
@@ -39,6 +40,8 @@ struct Curve {
     low_after_peak: u64,
     /// The live bytes at each kept point, while the workload counts them.
     lives: Vec<u64>,
+    /// The workload's allocator calls so far at each kept point, likewise.
+    calls: Vec<u64>,
     /// The resident size before the run, the workload's own tables, and the most it held live.
     base: u64,
     own: u64,
@@ -59,6 +62,7 @@ impl Curve {
             peak: 0,
             low_after_peak: 0,
             lives: Vec::with_capacity(SLOTS),
+            calls: Vec::with_capacity(SLOTS),
             base: 0,
             own: 0,
             peak_live: 0,
@@ -91,11 +95,13 @@ impl Curve {
             if self.points.len() == SLOTS {
                 every_other(&mut self.points);
                 every_other(&mut self.lives);
+                every_other(&mut self.calls);
                 self.stride *= 2;
             }
             if self.seen % self.stride == 0 {
                 self.points.push((t, bytes));
                 self.lives.push(live.map_or(0, |l| l.live));
+                self.calls.push(live.map_or(0, |l| l.calls));
             }
         }
         self.seen += 1;
@@ -140,10 +146,10 @@ impl Curve {
     fn finish(self, period: Duration) -> Option<MemoryOverTime> {
         let (t_end, final_bytes) = self.last?;
         let fragmentation = self.fragmentation();
-        let live_curve = if fragmentation.is_some() {
-            self.lives
+        let (live_curve, calls_curve) = if fragmentation.is_some() {
+            (self.lives, self.calls)
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         Some(MemoryOverTime {
             period_ms: period.as_secs_f64() * 1e3,
@@ -159,6 +165,7 @@ impl Curve {
             seconds: t_end,
             curve: self.points,
             live_curve,
+            calls_curve,
             fragmentation,
         })
     }
@@ -264,7 +271,13 @@ mod tests {
         let start = Instant::now();
         let mut c = Curve::new(start);
         let ms = |i: u64| start + Duration::from_millis(i);
-        let live = |live: u64| Some(Live { live, own: 100 });
+        let live = |live: u64| {
+            Some(Live {
+                live,
+                own: 100,
+                calls: live * 2,
+            })
+        };
         // 1000 resident before the run, 100 of them the workload's tables to come.
         c.add(ms(0), 1000, None);
         // Three quarters of the time: 1000 added over 500 live (frag 1).
@@ -293,6 +306,8 @@ mod tests {
         // The last quarter of 1..=40 ms starts at 30.25 ms: points 31..=40.
         assert!(f.end.abs() < 1e-12, "{f:?}");
         assert_eq!(m.live_curve.len(), m.curve.len());
+        assert_eq!(m.calls_curve.len(), m.curve.len());
+        assert_eq!((m.calls_curve[1], m.calls_curve[40]), (1000, 2000));
         // An untracked run has none.
         let mut c = Curve::new(start);
         c.add(ms(0), 1000, None);

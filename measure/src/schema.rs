@@ -310,6 +310,10 @@ pub struct MemoryOverTime {
     /// The live bytes the workload counted at each point of `curve` (aging workloads only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub live_curve: Vec<u64>,
+    /// The allocator calls the workload had made at each point of `curve` (aging workloads
+    /// only; absent in files written before they were counted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls_curve: Vec<u64>,
     /// Fragmentation over the run, for a workload that counts its live bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fragmentation: Option<Fragmentation>,

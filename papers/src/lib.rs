@@ -176,6 +176,15 @@ pub fn find(name: &str) -> Option<Study> {
     all().into_iter().find(|s| s.name == name)
 }
 
+/// A study's own tables beside its seed's numbers, rendered from the results in `dir` into
+/// its README's generated block (`None`: the study has none).
+fn study_tables(study: &Study, dir: &std::path::Path) -> Result<Option<String>, String> {
+    match study.name {
+        "poisoning" => poisoning::mode_for_mode(dir),
+        _ => Ok(None),
+    }
+}
+
 /// Every study's variants: the measuring child must be able to make them.
 pub fn variants() -> Vec<SubjectEntry> {
     all().iter().flat_map(|s| (s.variants)()).collect()

@@ -489,6 +489,9 @@ pub fn readme_block(study: &Study, folder: &Path) -> Result<Option<String>, Stri
         let runs: Vec<(&str, &Results)> = runs.iter().map(|(l, r)| (*l, r)).collect();
         seed.push_str(&seed_tables(study, &runs, metrics));
     }
+    if let Some(tables) = super::study_tables(study, &dir)? {
+        out.push_str(&tables);
+    }
     if !seed.is_empty() {
         let _ = writeln!(out, "\nThe seed's figures beside ours:\n{seed}");
     }

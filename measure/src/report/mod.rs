@@ -4,6 +4,7 @@
 mod charts;
 mod csv;
 mod format;
+mod frag_chart;
 mod latency_chart;
 mod latex;
 mod markdown;
@@ -60,6 +61,7 @@ pub fn write_all_analysed(
     written.extend(charts::write(results, analysis, dir)?);
     written.extend(latency_chart::write(results, dir)?);
     written.extend(memory_chart::write(results, dir)?);
+    written.extend(frag_chart::write(results, dir)?);
     if opts.latex {
         let path = dir.join("table.tex");
         std::fs::write(&path, latex::render(results, analysis))?;

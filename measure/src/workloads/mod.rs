@@ -72,9 +72,12 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(Bursts),
         Box::new(Churn),
         Box::new(ReallocGrowth),
-        Box::new(Phases),
-        Box::new(Robson),
-        Box::new(TraceAging),
+        Box::new(Phases { touch: true }),
+        Box::new(Robson { touch: true }),
+        Box::new(TraceAging { touch: true }),
+        Box::new(Phases { touch: false }),
+        Box::new(Robson { touch: false }),
+        Box::new(TraceAging { touch: false }),
         // The four shapes of issue 42, after mimalloc-bench's programs.
         Box::new(IdleBursts),
         Box::new(TransferStress),
@@ -141,4 +144,10 @@ pub trait Workload: Sync {
     }
     /// Runs it once against `subject`. An error names what the self-check found wrong.
     fn run(&self, subject: &dyn Subject, params: &Params) -> Result<Outcome, String>;
+    /// The allocator calls a run with `params` makes, computed from the parameters without
+    /// running it (exact, expected or a lower bound, as the workload says), for sizing a grid;
+    /// `None` if the workload does not say.
+    fn calls(&self, _params: &Params) -> Option<u64> {
+        None
+    }
 }
