@@ -1,19 +1,29 @@
 //! The run-reuse-order study (the 1924444 seed): which non-full run should serve the next small
-//! allocation? Five variants — address-ordered with a current run (old mozjemalloc), strict
-//! most-recently-freed, LIFO (mozjemalloc today), and MRF and LIFO each with a current run —
-//! replayed on the bundled traces, touch and no-touch, for time and peak resident size, with
-//! the peers for scale. The seed's open question: "is adding mCurrentRun an advantage?"
+//! allocation? The seed's five variants — address-ordered with a current run (old
+//! mozjemalloc), strict most-recently-freed, LIFO (mozjemalloc today), MRF with a current run,
+//! and that last one with its list links moved into the chunk map (`mrf-current-chunkmap`) —
+//! plus LIFO with a current run, which the seed proposed to try, replayed on the bundled
+//! traces, touch and no-touch, for time and peak resident size, with the peers for scale. The
+//! seed's open questions: "is adding mCurrentRun an advantage?", and is moving the links into
+//! the chunk map worth it.
 
 use super::{Grid, Question, SeedFigure, Study};
 use alloclab_measure::subjects::SubjectEntry;
 use alloclab_policies::configs::Using;
-use alloclab_policies::{CurrentRun, Lifo, ThreadLocal};
+use alloclab_policies::{CurrentRun, Lifo, MrfChunkMap, ThreadLocal};
 
-/// LIFO with a current run: the one variant of the five that is not a named config.
+/// LIFO with a current run (not a named config).
 pub type LifoCurrent = Using<CurrentRun<Lifo>, ThreadLocal>;
 
+/// MRF with a current run, its list links in the chunk map: the seed's fifth variant (not a
+/// named config). The same order as `mrf-current`; only where the links live differs.
+pub type MrfCurrentChunkMap = Using<CurrentRun<MrfChunkMap>, ThreadLocal>;
+
 fn variants() -> Vec<SubjectEntry> {
-    vec![SubjectEntry::alloclab::<LifoCurrent>("lifo-current")]
+    vec![
+        SubjectEntry::alloclab::<LifoCurrent>("lifo-current"),
+        SubjectEntry::alloclab::<MrfCurrentChunkMap>("mrf-current-chunkmap"),
+    ]
 }
 
 /// The study.
@@ -27,6 +37,7 @@ pub fn study() -> Study {
             "mrf",
             "lifo",
             "mrf-current",
+            "mrf-current-chunkmap",
             "lifo-current",
             "system",
             "jemalloc",
@@ -58,9 +69,9 @@ pub fn study() -> Study {
     }
 }
 
-/// The study's questions: each order against LIFO, and a current run added to MRF and LIFO
-/// (the fragmentation-aging study asks them too).
-pub const QUESTIONS: [Question; 4] = [
+/// The study's questions: each order against LIFO, a current run added to MRF and LIFO (the
+/// fragmentation-aging study asks them too), and the links moved into the chunk map.
+pub const QUESTIONS: [Question; 5] = [
     Question {
         subject: "mrf-current",
         reference: "mrf",
@@ -83,6 +94,12 @@ pub const QUESTIONS: [Question; 4] = [
         subject: "mrf",
         reference: "lifo",
         text: "MRF against LIFO",
+        margins: &[],
+    },
+    Question {
+        subject: "mrf-current-chunkmap",
+        reference: "mrf-current",
+        text: "MRF + current run: does moving the list links into the chunk map change it?",
         margins: &[],
     },
 ];
