@@ -108,7 +108,7 @@ pub const QUESTIONS: [Question; 5] = [
 /// browser session; RSS after the replay): each pair our questions ask, with the seed's
 /// variant names. Its "Before" is address-ordered with a current run. Ours replay every bundled
 /// trace; the seed's RSS is set beside our peak RSS of the replays that touch their memory.
-const SEED: [SeedFigure; 9] = {
+const SEED: [SeedFigure; 12] = {
     const fn fig(
         what: &'static str,
         seed: f64,
@@ -134,6 +134,7 @@ const SEED: [SeedFigure; 9] = {
     const MRF_CURRENT: (&str, &str) = ("mrf-current", "mrf");
     const BEFORE: (&str, &str) = ("addr-ordered", "lifo");
     const MRF: (&str, &str) = ("mrf", "lifo");
+    const CHUNK_MAP: (&str, &str) = ("mrf-current-chunkmap", "mrf-current");
     [
         fig(
             "replay no touch, MRF → MRF + current run (± 0.077 s, ± 0.073 s)",
@@ -213,6 +214,35 @@ const SEED: [SeedFigure; 9] = {
             170_483_712.0,
             "bytes",
             MRF,
+            "peak_rss",
+            TOUCH,
+        ),
+        fig(
+            "replay no touch, MRF + current run → list links in the chunk map (± 0.073 s, \
+             ± 0.030 s)",
+            3.986,
+            4.001,
+            "s",
+            CHUNK_MAP,
+            "wall",
+            NOTOUCH,
+        ),
+        fig(
+            "replay touch, MRF + current run → list links in the chunk map (± 0.066 s, \
+             ± 0.066 s)",
+            4.377,
+            4.386,
+            "s",
+            CHUNK_MAP,
+            "wall",
+            TOUCH,
+        ),
+        fig(
+            "RSS, MRF + current run → list links in the chunk map",
+            169_250_816.0,
+            169_345_024.0,
+            "bytes",
+            CHUNK_MAP,
             "peak_rss",
             TOUCH,
         ),
