@@ -60,7 +60,7 @@ use crate::page_map::{PageMap, TAG_CHUNK};
 use crate::policy::{Config, Removal, RunReuse};
 use crate::purge::{DirtyHistory, DirtyView, Purge};
 use crate::quarantine::Quarantine;
-use crate::run::{Run, RunHeader, RunRef};
+use crate::run::{LinkPlace, Run, RunHeader, RunRef};
 use crate::safety::{DebugCaps, Safety};
 use crate::size_class::{
     bin, round_up, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_PAGES, CHUNK_USABLE_PAGES, NBINS, PAGE,
@@ -839,7 +839,7 @@ impl<C: Config> ArenaInner<C> {
                 None => return ptr::null_mut(),
             },
         };
-        let r = run.run();
+        let r = run.run_of::<C::Reuse>();
         // SAFETY: the policy returned a run it knows, a live run of this bin (its contract);
         // the free-count check below turns a broken policy into a clear abort (in verification
         // builds: a violation `check` reports, and a null allocation), not corruption.
@@ -897,7 +897,7 @@ impl<C: Config> ArenaInner<C> {
                     None => break,
                 },
             };
-            let r = run.run();
+            let r = run.run_of::<C::Reuse>();
             // SAFETY: as in `alloc_small`: a run the policy knows, checked before use.
             unsafe {
                 if r.free() == 0 || r.bin_index() != idx {
@@ -942,15 +942,17 @@ impl<C: Config> ArenaInner<C> {
         let info = bin(idx);
         let pages = info.run_pages as usize;
         let (chunk, page) = self.take_pages(pages, arena, index, map)?;
-        // SAFETY: the pages were just taken for us; the run header lies inside them.
-        let header = unsafe {
+        // SAFETY: the pages were just taken for us; the run header lies inside them, and its
+        // first page's entry is ours (now `SMALL`, out of the free-run lists).
+        let run = unsafe {
             let dirty = self.claim_pages(chunk, page, pages, false, true, |i| {
                 PageEntry::small_bits(idx, i)
             });
-            RunHeader::init::<Links<C>>(ChunkHeader::page_addr(chunk, page), idx, dirty == 0)
+            let base = ChunkHeader::page_addr(chunk, page);
+            let header = RunHeader::init::<Links<C>>(base, idx, dirty == 0, C::Reuse::LINKS);
+            RunRef::make::<C::Reuse>(header, chunk, page)
         };
         self.tick_purge();
-        let run = RunRef::new(header);
         let bin = &mut self.bins[idx];
         bin.stats.runs += 1;
         bin.stats.nonfull_runs += 1;
@@ -1025,7 +1027,7 @@ impl<C: Config> ArenaInner<C> {
         // SAFETY: per the contract; we hold the lock.
         unsafe {
             run.put_region(region);
-            let rref = RunRef::<Links<C>>::new(run.0);
+            let rref = RunRef::new::<C::Reuse>(run.0, chunk, head);
             let free = run.free();
             let cap = info.capacity as usize;
             let bin = &mut self.bins[idx];
@@ -1551,11 +1553,11 @@ impl<C: Config> ArenaInner<C> {
         }
         bad?;
         if let Some(a) = twice {
-            // Named by its start, as every message names a run.
-            let header = core::ptr::NonNull::new(a as *mut RunHeader).expect("a known run");
-            // SAFETY: every known run passed `known_run_ok` above: `a` is the header of a live
-            // run of this bin, and we hold the lock.
-            let start = unsafe { Run(header).base() };
+            // Named by its start, as every message names a run. Every known run passed
+            // `known_run_ok` above, so `known_run` finds it.
+            let run = self.known_run(a, idx)?;
+            // SAFETY: a live run of this bin, and we hold the lock.
+            let start = unsafe { run.base() };
             return Err(Violation::new(ViolationKind::RunKnownTwice).at(start));
         }
         if n != nonfull {
@@ -1565,17 +1567,45 @@ impl<C: Config> ArenaInner<C> {
     }
 
     /// A run the policy knows must be a live, non-full run of bin `idx` in one of our chunks.
-    fn known_run_ok(&self, header: usize, idx: usize) -> Result<(), Violation> {
-        let foreign = Err(Violation::new(ViolationKind::ForeignRunKnown).at(header));
+    fn known_run_ok(&self, id: usize, idx: usize) -> Result<(), Violation> {
+        let run = self.known_run(id, idx)?;
+        // SAFETY: `known_run` found a live run of this arena; we hold the lock.
+        unsafe {
+            if run.free() == 0 {
+                return Err(Violation::new(ViolationKind::FullRunKnown).at(run.base()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The live run of bin `idx` in one of our chunks whose identity (`RunRef::addr`, where
+    /// the policy's links are) is `id`, checked before anything at `id` is read: a policy
+    /// may hand back any address.
+    fn known_run(&self, id: usize, idx: usize) -> Result<Run, Violation> {
+        let foreign = Err(Violation::new(ViolationKind::ForeignRunKnown).at(id));
         let mut c = self.chunks;
-        while !c.is_null() && ChunkHeader::of(header) != c {
+        while !c.is_null() && ChunkHeader::of(id) != c {
             // SAFETY: chunks on our list are live.
             c = unsafe { (*c).next };
         }
         if c.is_null() {
             return foreign;
         }
-        let page = ChunkHeader::page_index(header);
+        let page = match C::Reuse::LINKS {
+            LinkPlace::RunHeader => ChunkHeader::page_index(id),
+            LinkPlace::ChunkMap => {
+                // `id` must be the link words of a page entry: at the right offset in the
+                // chunk header's array of entries.
+                let first = core::mem::offset_of!(ChunkHeader, pages)
+                    + core::mem::offset_of!(PageEntry, prev);
+                let size = core::mem::size_of::<PageEntry>();
+                let off = (id - c as usize).wrapping_sub(first);
+                if off % size != 0 || off / size >= CHUNK_PAGES {
+                    return foreign;
+                }
+                off / size
+            }
+        };
         // SAFETY: `c` is our chunk and `page` is in range.
         unsafe {
             let e = &*ChunkHeader::entry(c, page);
@@ -1583,15 +1613,18 @@ impl<C: Config> ArenaInner<C> {
                 return foreign;
             }
             let base = ChunkHeader::page_addr(c, page - e.run_offset());
-            if RunHeader::at(base, idx).as_ptr() as usize != header {
+            let header = RunHeader::at(base, idx);
+            let expected = match C::Reuse::LINKS {
+                LinkPlace::RunHeader => header.as_ptr() as usize,
+                LinkPlace::ChunkMap if e.run_offset() == 0 => id,
+                // The entry of a run's later page: not where a run's links are.
+                LinkPlace::ChunkMap => 0,
+            };
+            if expected != id {
                 return foreign;
             }
-            let run = Run(RunHeader::at(base, idx));
-            if run.free() == 0 {
-                return Err(Violation::new(ViolationKind::FullRunKnown).at(base));
-            }
+            Ok(Run(header))
         }
-        Ok(())
     }
 }
 

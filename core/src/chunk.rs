@@ -8,7 +8,10 @@
 //! - `FREE`: part of a free page run. The first and last page of the run carry its length;
 //!   the first page's entry is linked into the arena's list for that length.
 //! - `SMALL`: part of a small run; carries the bin index and the distance to the run's first
-//!   page, where the run starts (its header is at the end of the run).
+//!   page, where the run starts (its header is at the end of the run). The first page's link
+//!   words, which the free-run lists use only while the page is free, hold the run-reuse
+//!   policy's links when it keeps them in the chunk map (`LinkPlace::ChunkMap`), as
+//!   mozjemalloc's `arena_chunk_map_t` link served both the free-run tree and a bin's runs.
 //! - `LARGE`: part of a large allocation; the first page carries the length and `HEAD`.
 //! - `META`: header pages.
 //! - `META | PURGING` (exactly `PURGING`): a dirty free page taken out of the free runs to be
@@ -56,11 +59,21 @@ const FIELD_MASK: usize = 0xffff;
 pub struct PageEntry {
     /// Kind, flags, and two 16-bit fields (see the accessors).
     pub bits: usize,
-    /// Previous free run of the same length (on a free run's first page).
+    /// Previous free run of the same length (on a free run's first page). With `next`, a
+    /// small run's links on its first page when its policy keeps them here (`run_links`).
     pub prev: *mut PageEntry,
     /// Next free run of the same length (on a free run's first page).
     pub next: *mut PageEntry,
 }
+
+/// Bytes of a page entry's link words (`prev` and `next`), which a run-reuse policy may use on
+/// a small run's first page.
+pub const RUN_LINK_BYTES: usize = 2 * core::mem::size_of::<*mut PageEntry>();
+
+const _: () = assert!(
+    core::mem::offset_of!(PageEntry, next)
+        == core::mem::offset_of!(PageEntry, prev) + core::mem::size_of::<*mut PageEntry>()
+);
 
 /// A copy of a page entry's packed word, with the same accessors as `PageEntry`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,6 +151,15 @@ impl PageEntry {
     #[inline(always)]
     pub fn bin(&self) -> usize {
         (self.bits >> FIELD_B_SHIFT) & FIELD_MASK
+    }
+
+    /// The link words (`prev`, then `next`) of the entry at `e`, 8-aligned: a small run's
+    /// run-reuse links on its first page (the free-run lists write them anew when the page is
+    /// free again, and read them only on free pages).
+    #[inline(always)]
+    pub fn run_links(e: *mut PageEntry) -> *mut u8 {
+        e.wrapping_byte_add(core::mem::offset_of!(PageEntry, prev))
+            .cast()
     }
 
     /// Bits of a page in a free run (length only matters at the run's ends) whose content

@@ -100,7 +100,7 @@ pub use policy::{
     ArenaChoice, ArenaCtx, Config, FrontEnd, Options, Removal, RunReuse, TcacheCheck,
 };
 pub use purge::{Decay, Purge, PurgePolicy, Threshold};
-pub use run::RunRef;
+pub use run::{LinkPlace, RunRef};
 pub use safety::{DebugCaps, Poison, Safety, SamplePath, ZeroCheck};
 pub use stats::{ArenaStats, BinStats, Stats};
 #[cfg(loom)]

@@ -10,7 +10,7 @@
 //! Concrete policies live in `alloclab-policies`; this crate knows none of them.
 
 use crate::purge::Purge;
-use crate::run::RunRef;
+use crate::run::{LinkPlace, RunRef};
 use crate::safety::{DebugCaps, Safety, SamplePath};
 pub use crate::thread::ArenaCtx;
 
@@ -45,13 +45,18 @@ pub enum Removal {
 /// `remove`), must return from `pick` only runs that are known, and must not call `links()`
 /// on any other run. The engine relies on this: a forgotten run's memory is reused.
 pub unsafe trait RunReuse: 'static {
-    /// Links stored in every run's header (at most 32 bytes, alignment at most 8). Use `Cell`s:
-    /// they are reached through shared references.
+    /// Links stored for every run, in its header (at most 32 bytes, alignment at most 8) or
+    /// where `LINKS` says. Use `Cell`s: they are reached through shared references.
     type Links: Default;
     /// The per-bin state.
     type Bin: Default;
     /// Short name used in reports.
     const NAME: &'static str;
+    /// Where `Links` live: in the run header (the default), or in the chunk map's entry of the
+    /// run's first page (`LinkPlace::ChunkMap`: at most 16 bytes). The handles the policy gets
+    /// reach them there, so its code is the same either way. A wrapper that hands its runs to
+    /// another policy states that policy's place.
+    const LINKS: LinkPlace = LinkPlace::RunHeader;
 
     /// Writes the policy's name (wrappers include the wrapped policy's).
     fn write_name(w: &mut dyn core::fmt::Write) -> core::fmt::Result {

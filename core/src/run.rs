@@ -11,16 +11,37 @@
 //! memset (and touches no page the program did not ask for). In any run, a region above the
 //! mark was never allocated, which lets `free` tell "never allocated" from "already freed".
 //! `RunRef` is the handle policies receive; it exposes the links and read-only facts.
+//!
+//! A policy's links live in the header's 32 bytes, or, for a policy whose `RunReuse::LINKS` is
+//! `LinkPlace::ChunkMap`, in the chunk header's entry for the run's first page (16 bytes), as
+//! in mozjemalloc before bug 1924444 moved them into the run: list work then writes the dense
+//! page map instead of the headers of other runs, each at the far end of its own run.
 
-use crate::size_class::{bin, BinInfo};
+use crate::chunk::{ChunkHeader, PageEntry, RUN_LINK_BYTES};
+use crate::policy::RunReuse;
+use crate::size_class::{bin, BinInfo, CHUNK, CHUNK_HEADER_PAGES, PAGE};
 use crate::sync::untracked::AtomicU64;
 use crate::sync::Ordering::Relaxed;
 use core::cell::Cell;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-/// Bytes available to a policy's per-run links.
+/// Bytes available to a policy's per-run links in the run header.
 pub const LINK_BYTES: usize = 32;
+
+/// Bytes available to a policy's per-run links in the chunk map (`LinkPlace::ChunkMap`).
+pub const MAP_LINK_BYTES: usize = RUN_LINK_BYTES;
+
+/// Where a run-reuse policy's per-run links live (`RunReuse::LINKS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkPlace {
+    /// In the run's header, at the end of the run: up to `LINK_BYTES` (32) bytes.
+    RunHeader,
+    /// In the chunk header's page entry of the run's first page: up to `MAP_LINK_BYTES` (16)
+    /// bytes, alignment at most 8. A list touches only the page map to relink a run's
+    /// neighbours (mozjemalloc's `arena_chunk_map_t` link).
+    ChunkMap,
+}
 
 /// The fixed part of a run header; the bitmap words follow it.
 #[repr(C, align(8))]
@@ -52,10 +73,12 @@ impl RunHeader {
     /// # Safety
     /// `base` is the start of `run_pages` writable pages owned by the caller (under its arena
     /// lock), and `L` fits in `LINK_BYTES` (checked by `RunRef::links`' caller at compile time).
+    /// With `LinkPlace::ChunkMap` the caller writes the links with `RunRef::make`.
     pub unsafe fn init<L: Default>(
         base: usize,
         bin_index: usize,
         clean: bool,
+        place: LinkPlace,
     ) -> NonNull<RunHeader> {
         let info = bin(bin_index);
         let h = Self::at(base, bin_index);
@@ -70,7 +93,11 @@ impl RunHeader {
                 zero_from: 0,
                 base,
             });
-            h.as_ptr().cast::<L>().write(L::default());
+            // Links in the chunk map are written there by `RunRef::make` (the header keeps
+            // its zeroed link words, which nothing reads).
+            if place == LinkPlace::RunHeader {
+                h.as_ptr().cast::<L>().write(L::default());
+            }
             let words = Self::bitmap_ptr(h);
             let full = info.capacity as usize / 64;
             for w in 0..full {
@@ -311,9 +338,13 @@ impl Run {
 
 /// A run as a policy sees it: its address, its free count, and the policy's own links.
 ///
-/// `L` is the policy's link type, stored in the 32 bytes the header reserves for it.
+/// `L` is the policy's link type, stored in the 32 bytes the header reserves for it, or in the
+/// run's first page entry of the chunk map (`LinkPlace::ChunkMap`). The handle points at the
+/// links wherever they are, so `links()` and `addr()` cost the same for either place.
 pub struct RunRef<L> {
-    header: NonNull<RunHeader>,
+    /// The policy's links: the run header (its links are its first bytes), or the link words
+    /// of the run's first page entry.
+    at: NonNull<u8>,
     _links: PhantomData<*const L>,
 }
 
@@ -325,7 +356,7 @@ impl<L> Clone for RunRef<L> {
 impl<L> Copy for RunRef<L> {}
 impl<L> PartialEq for RunRef<L> {
     fn eq(&self, other: &Self) -> bool {
-        self.header == other.header
+        self.at == other.at
     }
 }
 impl<L> Eq for RunRef<L> {}
@@ -346,42 +377,130 @@ impl<L> core::fmt::Debug for RunRef<L> {
     }
 }
 
-impl<L> RunRef<L> {
-    const FITS: () = assert!(
-        core::mem::size_of::<L>() <= LINK_BYTES && core::mem::align_of::<L>() <= 8,
-        "run-reuse policy links must fit in 32 bytes with alignment at most 8"
-    );
+/// The compile-time check that a policy's links fit where it keeps them.
+struct Fits<P>(PhantomData<P>);
 
-    pub(crate) fn new(header: NonNull<RunHeader>) -> Self {
+impl<P: RunReuse> Fits<P> {
+    const OK: () = match P::LINKS {
+        LinkPlace::RunHeader => assert!(
+            core::mem::size_of::<P::Links>() <= LINK_BYTES
+                && core::mem::align_of::<P::Links>() <= 8,
+            "run-reuse policy links must fit in 32 bytes with alignment at most 8"
+        ),
+        LinkPlace::ChunkMap => assert!(
+            core::mem::size_of::<P::Links>() <= MAP_LINK_BYTES
+                && core::mem::align_of::<P::Links>() <= 8,
+            "run-reuse policy links kept in the chunk map must fit in 16 bytes with alignment \
+             at most 8"
+        ),
+    };
+}
+
+impl<L> RunRef<L> {
+    /// The handle, for policy `P`, of the run whose header is `header` and whose first page is
+    /// page `page` of `chunk`. `P::LINKS` is a constant, so the choice of place compiles away.
+    #[inline(always)]
+    pub(crate) fn new<P: RunReuse<Links = L>>(
+        header: NonNull<RunHeader>,
+        chunk: *mut ChunkHeader,
+        page: usize,
+    ) -> Self {
         #[allow(clippy::let_unit_value)]
-        let () = Self::FITS;
+        let () = Fits::<P>::OK;
+        let at = match P::LINKS {
+            LinkPlace::RunHeader => header.cast::<u8>(),
+            // SAFETY: the caller names a run of its chunk (a live header) and its first page, in
+            // range; the entry's link words lie inside the chunk header, never at null.
+            LinkPlace::ChunkMap => unsafe {
+                NonNull::new_unchecked(PageEntry::run_links(ChunkHeader::entry(chunk, page)))
+            },
+        };
         RunRef {
-            header,
+            at,
             _links: PhantomData,
         }
     }
 
+    /// `new` for a run just made: also writes `L::default()` where the links live in the chunk
+    /// map (`RunHeader::init` wrote them in the header otherwise).
+    ///
+    /// # Safety
+    /// As for `new`, and the run was just made by the caller, who holds its arena's lock.
+    #[inline(always)]
+    pub(crate) unsafe fn make<P: RunReuse<Links = L>>(
+        header: NonNull<RunHeader>,
+        chunk: *mut ChunkHeader,
+        page: usize,
+    ) -> Self
+    where
+        L: Default,
+    {
+        let run = Self::new::<P>(header, chunk, page);
+        if P::LINKS == LinkPlace::ChunkMap {
+            // SAFETY: the entry's link words are 8-aligned and 16 bytes (`Fits`), unused by the
+            // free-run lists while the page is `SMALL`, and ours under the lock.
+            unsafe { run.at.as_ptr().cast::<L>().write(L::default()) };
+        }
+        run
+    }
+
+    /// The run, for the engine, which knows the policy `P` whose handle this is (no test at
+    /// run time).
+    #[inline(always)]
+    pub(crate) fn run_of<P: RunReuse<Links = L>>(self) -> Run {
+        match P::LINKS {
+            LinkPlace::RunHeader => Run(self.at.cast()),
+            // SAFETY: a handle the engine made for a live run (policies hold only those).
+            LinkPlace::ChunkMap => unsafe { Self::header_of_entry(self.at) },
+        }
+    }
+
+    /// The run, whichever place the handle's links are at: a handle inside a chunk's header
+    /// pages is a page entry's (no run header lies there).
+    #[inline(always)]
     pub(crate) fn run(self) -> Run {
-        Run(self.header)
+        if (self.at.as_ptr() as usize) & (CHUNK - 1) < CHUNK_HEADER_PAGES * PAGE {
+            // SAFETY: as in `run_of`.
+            unsafe { Self::header_of_entry(self.at) }
+        } else {
+            Run(self.at.cast())
+        }
     }
 
-    /// Address of the run's header (a run's identity; orders like its start address).
+    /// The header of the run whose first page entry holds the link words at `at`: the entry's
+    /// bits name the bin, its index the page.
+    ///
+    /// # Safety
+    /// `at` is the link words of the first page entry of a live small run.
+    #[inline(always)]
+    unsafe fn header_of_entry(at: NonNull<u8>) -> Run {
+        let entry =
+            (at.as_ptr() as usize - core::mem::offset_of!(PageEntry, prev)) as *mut PageEntry;
+        let (chunk, page) = ChunkHeader::locate(entry);
+        // SAFETY: per the contract, a live `SMALL` entry of a live chunk.
+        let idx = unsafe { (*entry).bin() };
+        Run(RunHeader::at(ChunkHeader::page_addr(chunk, page), idx))
+    }
+
+    /// The run's identity: the address of its links (its header, or its first page's entry of
+    /// the chunk map), ordered like its start address (entries and runs both follow the pages'
+    /// order, and a chunk's entries lie in its first pages, below its runs).
     pub fn addr(self) -> usize {
-        self.header.as_ptr() as usize
+        self.at.as_ptr() as usize
     }
 
-    /// The policy's links stored in this run.
+    /// The policy's links stored for this run.
     ///
     /// Valid while the run is known to the policy: from the `insert` that hands it over to the
     /// `remove` that takes it back. The engine calls policies only under the arena lock, so the
     /// links are never shared across threads.
     #[inline(always)]
     pub fn links(&self) -> &L {
-        // SAFETY: the link area is 8-aligned, large enough (FITS), initialized with
-        // `L::default()` when the run was made, and only reached under the arena lock. The
-        // returned borrow is tied to this handle, which the policy holds only while the run is
-        // known to it (the `RunReuse` contract).
-        unsafe { &*self.header.as_ptr().cast::<L>() }
+        // SAFETY: the links are 8-aligned, large enough for `L` (`Fits`, checked where the
+        // handle was made), initialized with `L::default()` when the run was made,
+        // and only reached under the arena lock. The returned borrow is tied to this handle,
+        // which the policy holds only while the run is known to it (the `RunReuse` contract).
+        unsafe { &*self.at.as_ptr().cast::<L>() }
     }
 
     /// The run's start address (its first region; the header lies further in). Messages name
@@ -416,7 +535,8 @@ mod tests {
         let info = bin(bin_index);
         let base = crate::os::map(info.run_size()).unwrap().as_ptr() as usize;
         // SAFETY: a fresh mapping of one run, owned by this test.
-        let h = unsafe { RunHeader::init::<[usize; 4]>(base, bin_index, clean) };
+        let h =
+            unsafe { RunHeader::init::<[usize; 4]>(base, bin_index, clean, LinkPlace::RunHeader) };
         let out = f(Run(h), base);
         // SAFETY: mapped above.
         unsafe { crate::os::unmap(base as *mut u8, info.run_size()) };

@@ -1,19 +1,29 @@
 //! The run-reuse-order study (the 1924444 seed): which non-full run should serve the next small
-//! allocation? Five variants — address-ordered with a current run (old mozjemalloc), strict
-//! most-recently-freed, LIFO (mozjemalloc today), and MRF and LIFO each with a current run —
-//! replayed on the bundled traces, touch and no-touch, for time and peak resident size, with
-//! the peers for scale. The seed's open question: "is adding mCurrentRun an advantage?"
+//! allocation? The seed's five variants — address-ordered with a current run (old
+//! mozjemalloc), strict most-recently-freed, LIFO (mozjemalloc today), MRF with a current run,
+//! and that last one with its list links moved into the chunk map (`mrf-current-chunkmap`) —
+//! plus LIFO with a current run, which the seed proposed to try, replayed on the bundled
+//! traces, touch and no-touch, for time and peak resident size, with the peers for scale. The
+//! seed's open questions: "is adding mCurrentRun an advantage?", and is moving the links into
+//! the chunk map worth it.
 
 use super::{Grid, Question, SeedFigure, Study};
 use alloclab_measure::subjects::SubjectEntry;
 use alloclab_policies::configs::Using;
-use alloclab_policies::{CurrentRun, Lifo, ThreadLocal};
+use alloclab_policies::{CurrentRun, Lifo, MrfChunkMap, ThreadLocal};
 
-/// LIFO with a current run: the one variant of the five that is not a named config.
+/// LIFO with a current run (not a named config).
 pub type LifoCurrent = Using<CurrentRun<Lifo>, ThreadLocal>;
 
+/// MRF with a current run, its list links in the chunk map: the seed's fifth variant (not a
+/// named config). The same order as `mrf-current`; only where the links live differs.
+pub type MrfCurrentChunkMap = Using<CurrentRun<MrfChunkMap>, ThreadLocal>;
+
 fn variants() -> Vec<SubjectEntry> {
-    vec![SubjectEntry::alloclab::<LifoCurrent>("lifo-current")]
+    vec![
+        SubjectEntry::alloclab::<LifoCurrent>("lifo-current"),
+        SubjectEntry::alloclab::<MrfCurrentChunkMap>("mrf-current-chunkmap"),
+    ]
 }
 
 /// The study.
@@ -27,6 +37,7 @@ pub fn study() -> Study {
             "mrf",
             "lifo",
             "mrf-current",
+            "mrf-current-chunkmap",
             "lifo-current",
             "system",
             "jemalloc",
@@ -58,9 +69,9 @@ pub fn study() -> Study {
     }
 }
 
-/// The study's questions: each order against LIFO, and a current run added to MRF and LIFO
-/// (the fragmentation-aging study asks them too).
-pub const QUESTIONS: [Question; 4] = [
+/// The study's questions: each order against LIFO, a current run added to MRF and LIFO (the
+/// fragmentation-aging study asks them too), and the links moved into the chunk map.
+pub const QUESTIONS: [Question; 5] = [
     Question {
         subject: "mrf-current",
         reference: "mrf",
@@ -85,13 +96,19 @@ pub const QUESTIONS: [Question; 4] = [
         text: "MRF against LIFO",
         margins: &[],
     },
+    Question {
+        subject: "mrf-current-chunkmap",
+        reference: "mrf-current",
+        text: "MRF + current run: does moving the list links into the chunk map change it?",
+        margins: &[],
+    },
 ];
 
 /// Comment 5 of the seed (Paul Bone's benchmarks, mean ± spread of a logalloc replay of one
 /// browser session; RSS after the replay): each pair our questions ask, with the seed's
 /// variant names. Its "Before" is address-ordered with a current run. Ours replay every bundled
 /// trace; the seed's RSS is set beside our peak RSS of the replays that touch their memory.
-const SEED: [SeedFigure; 9] = {
+const SEED: [SeedFigure; 12] = {
     const fn fig(
         what: &'static str,
         seed: f64,
@@ -117,6 +134,7 @@ const SEED: [SeedFigure; 9] = {
     const MRF_CURRENT: (&str, &str) = ("mrf-current", "mrf");
     const BEFORE: (&str, &str) = ("addr-ordered", "lifo");
     const MRF: (&str, &str) = ("mrf", "lifo");
+    const CHUNK_MAP: (&str, &str) = ("mrf-current-chunkmap", "mrf-current");
     [
         fig(
             "replay no touch, MRF → MRF + current run (± 0.077 s, ± 0.073 s)",
@@ -196,6 +214,35 @@ const SEED: [SeedFigure; 9] = {
             170_483_712.0,
             "bytes",
             MRF,
+            "peak_rss",
+            TOUCH,
+        ),
+        fig(
+            "replay no touch, MRF + current run → list links in the chunk map (± 0.073 s, \
+             ± 0.030 s)",
+            3.986,
+            4.001,
+            "s",
+            CHUNK_MAP,
+            "wall",
+            NOTOUCH,
+        ),
+        fig(
+            "replay touch, MRF + current run → list links in the chunk map (± 0.066 s, \
+             ± 0.066 s)",
+            4.377,
+            4.386,
+            "s",
+            CHUNK_MAP,
+            "wall",
+            TOUCH,
+        ),
+        fig(
+            "RSS, MRF + current run → list links in the chunk map",
+            169_250_816.0,
+            169_345_024.0,
+            "bytes",
+            CHUNK_MAP,
             "peak_rss",
             TOUCH,
         ),

@@ -7,7 +7,7 @@
 //! holds nothing it prefers (it becomes current). With `AddrOrdered` this keeps the current run
 //! the lowest non-full one, the old mozjemalloc rule; `Lifo` and `Mrf` prefer nothing.
 
-use alloclab_core::{Removal, RunRef, RunReuse};
+use alloclab_core::{LinkPlace, Removal, RunRef, RunReuse};
 use core::marker::PhantomData;
 
 /// `P` with a cached current run.
@@ -35,6 +35,8 @@ unsafe impl<P: RunReuse> RunReuse for CurrentRun<P> {
     type Links = P::Links;
     type Bin = CurrentBin<P::Links, P::Bin>;
     const NAME: &'static str = "current-run";
+    // The runs are `P`'s, so their links stay where `P` keeps them.
+    const LINKS: LinkPlace = P::LINKS;
 
     fn write_name(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
         P::write_name(w)?;

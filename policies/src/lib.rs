@@ -6,9 +6,11 @@
 //! - [`AddrOrdered`] (`addr_ordered.rs`): lowest address first, an intrusive treap;
 //! - [`Lifo`] (`lifo.rs`): last non-full run first, frees do not reorder;
 //! - [`Mrf`] (`mrf.rs`): most recently freed-into run first;
+//! - [`MrfChunkMap`] (`mrf_chunk_map.rs`): the same order, its links in the chunk map;
 //! - [`CurrentRun<P>`] (`current_run.rs`): any of them plus a cached current run.
 //!
-//! `list.rs` is the intrusive run list that `Lifo` and `Mrf` share.
+//! `list.rs` is the intrusive run list that `Lifo` and `Mrf` share (and `MrfChunkMap`, whose
+//! links the engine keeps in the chunk map).
 //!
 //! Arena choice (which arena serves the current thread):
 //! [`Single`], [`ThreadLocal`], [`RoundRobin`], [`PerCpu`], [`Hashed`], one file each; and
@@ -27,6 +29,7 @@ mod current_run;
 mod lifo;
 mod list;
 mod mrf;
+mod mrf_chunk_map;
 
 mod hashed;
 mod large_resets_shared;
@@ -47,6 +50,7 @@ pub use large_resets_shared::LargeResetsShared;
 pub use lifo::Lifo;
 pub use list::{ListLinks, ListRun, RunList};
 pub use mrf::Mrf;
+pub use mrf_chunk_map::MrfChunkMap;
 pub use no_cache::NoCache;
 pub use per_cpu::PerCpu;
 pub use round_robin::RoundRobin;

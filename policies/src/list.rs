@@ -1,4 +1,5 @@
-//! An intrusive doubly linked list of runs, threaded through the runs' own headers.
+//! An intrusive doubly linked list of runs, threaded through the runs' links (in their own
+//! headers, or in the chunk map for a policy that keeps them there).
 //!
 //! The shared mechanism of `Lifo` and `Mrf`, and of a user's FIFO or any other order that
 //! works at the ends: O(1) push at either end, removal and move-to-front, no memory of its own.

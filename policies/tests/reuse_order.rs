@@ -8,14 +8,17 @@
 //! |---|---|---|
 //! | Lifo | C | last run to become non-full; the second free in B does not move B |
 //! | Mrf | B | most recently freed into |
+//! | MrfChunkMap | B | as Mrf: its links live elsewhere, its order is the same |
 //! | AddrOrdered | A | lowest address |
 //! | CurrentRun<Lifo> | B | first run to become non-full became current, and stays |
 //! | CurrentRun<AddrOrdered> | A | A is below the current run B, so they swap |
 
-use alloclab_core::size_class::{bin, small_index};
-use alloclab_core::{Config, Heap, RunReuse};
+use alloclab_core::size_class::{bin, small_index, CHUNK, CHUNK_HEADER_PAGES, PAGE};
+use alloclab_core::{Config, Heap, LinkPlace, Removal, RunRef, RunReuse};
 use alloclab_policies::configs::Using;
-use alloclab_policies::{AddrOrdered, CurrentRun, Lifo, Mrf, Single};
+use alloclab_policies::{AddrOrdered, CurrentRun, Lifo, Mrf, MrfChunkMap, Single};
+use std::cell::Cell;
+use std::marker::PhantomData;
 
 const SIZE: usize = 64;
 
@@ -73,6 +76,78 @@ fn lifo_serves_the_last_run_to_become_non_full() {
 #[test]
 fn mrf_serves_the_run_most_recently_freed_into() {
     assert_eq!(scenario::<Mrf>(4), [1, 1, 2, 0]);
+}
+
+#[test]
+fn mrf_chunk_map_orders_as_mrf() {
+    assert_eq!(scenario::<MrfChunkMap>(4), [1, 1, 2, 0]);
+    assert_eq!(scenario::<CurrentRun<MrfChunkMap>>(4), [1, 1, 2, 0]);
+}
+
+thread_local! {
+    /// Runs `Probe` was handed: (links in a chunk's header pages, links elsewhere).
+    static PLACES: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+}
+
+/// `P`, noting where the links of every run it is handed live.
+struct Probe<P>(PhantomData<P>);
+
+// SAFETY: every call goes to `P`, which keeps the contract; `insert` only reads the address.
+unsafe impl<P: RunReuse> RunReuse for Probe<P> {
+    type Links = P::Links;
+    type Bin = P::Bin;
+    const NAME: &'static str = "probe";
+    const LINKS: LinkPlace = P::LINKS;
+    fn insert(bin: &mut P::Bin, run: RunRef<P::Links>) {
+        let in_map = run.addr() % CHUNK < CHUNK_HEADER_PAGES * PAGE;
+        PLACES.with(|p| {
+            let (m, h) = p.get();
+            p.set(if in_map { (m + 1, h) } else { (m, h + 1) });
+        });
+        P::insert(bin, run)
+    }
+    fn freed(bin: &mut P::Bin, run: RunRef<P::Links>) {
+        P::freed(bin, run)
+    }
+    fn pick(bin: &mut P::Bin) -> Option<RunRef<P::Links>> {
+        P::pick(bin)
+    }
+    fn remove(bin: &mut P::Bin, run: RunRef<P::Links>, why: Removal) {
+        P::remove(bin, run, why)
+    }
+    fn for_each(bin: &P::Bin, f: &mut dyn FnMut(RunRef<P::Links>)) {
+        P::for_each(bin, f)
+    }
+    fn check(bin: &P::Bin) -> Result<(), &'static str> {
+        P::check(bin)
+    }
+}
+
+/// Where each policy's links live, seen from the handles it gets: in the chunk map's page
+/// entries for `MrfChunkMap`, also under `CurrentRun` (which must pass its policy's place on),
+/// and in the run headers for `Mrf`.
+#[test]
+fn chunk_map_links_live_in_the_chunk_header() {
+    fn places<R: RunReuse>() -> (usize, usize) {
+        PLACES.with(|p| p.set((0, 0)));
+        scenario::<Probe<R>>(4);
+        PLACES.with(|p| p.get())
+    }
+    let (map, header) = places::<MrfChunkMap>();
+    assert!(
+        map >= 3 && header == 0,
+        "{map} in the map, {header} in headers"
+    );
+    let (map, header) = places::<CurrentRun<MrfChunkMap>>();
+    assert!(
+        map >= 3 && header == 0,
+        "{map} in the map, {header} in headers"
+    );
+    let (map, header) = places::<Mrf>();
+    assert!(
+        map == 0 && header >= 3,
+        "{map} in the map, {header} in headers"
+    );
 }
 
 #[test]

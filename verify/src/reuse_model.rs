@@ -7,7 +7,7 @@
 //! heap and compares its prediction with the run that actually served each allocation.
 
 use alloclab_core::RunReuse;
-use alloclab_policies::{AddrOrdered, CurrentRun, Lifo, Mrf};
+use alloclab_policies::{AddrOrdered, CurrentRun, Lifo, Mrf, MrfChunkMap};
 use std::collections::BTreeMap;
 
 /// What a model may ask about runs: their free region counts (for policies that choose by
@@ -180,6 +180,10 @@ impl Modeled for Lifo {
     type Model = LifoModel;
 }
 impl Modeled for Mrf {
+    type Model = MrfModel;
+}
+/// The same rule as `Mrf`: where the links live changes no pick.
+impl Modeled for MrfChunkMap {
     type Model = MrfModel;
 }
 impl Modeled for AddrOrdered {

@@ -3,7 +3,8 @@
 #![cfg(not(loom))]
 
 use alloclab_policies::{
-    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, PerCpu, RoundRobin, Single, ThreadLocal,
+    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, MrfChunkMap, PerCpu, RoundRobin, Single,
+    ThreadLocal,
 };
 use alloclab_verify::{
     verify_arena_choice, verify_run_reuse, verify_run_reuse_against, Modeled, Summary,
@@ -26,6 +27,14 @@ fn lifo() {
 #[test]
 fn mrf() {
     modeled::<Mrf>();
+}
+
+/// Its links live in the chunk map: the kit's state machine, invariants and threads run on
+/// handles into the page entries instead of the run headers.
+#[test]
+fn mrf_chunk_map() {
+    modeled::<MrfChunkMap>();
+    modeled::<CurrentRun<MrfChunkMap>>();
 }
 
 #[test]

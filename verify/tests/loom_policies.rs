@@ -5,8 +5,8 @@
 #![cfg(loom)]
 
 use alloclab_policies::{
-    AddrOrdered, CurrentRun, Hashed, LargeResetsShared, Lifo, Mrf, PerCpu, RoundRobin, Single,
-    ThreadLocal,
+    AddrOrdered, CurrentRun, Hashed, LargeResetsShared, Lifo, Mrf, MrfChunkMap, PerCpu, RoundRobin,
+    Single, ThreadLocal,
 };
 use alloclab_verify::conformance::NOT_UNDER_LOOM;
 use alloclab_verify::{check_arena_choice, verify_run_reuse_against, Modeled, Summary};
@@ -26,6 +26,7 @@ fn run_reuse_policies() {
     modeled::<Mrf>();
     modeled::<AddrOrdered>();
     modeled::<CurrentRun<Mrf>>();
+    modeled::<CurrentRun<MrfChunkMap>>();
 }
 
 #[test]

@@ -6,8 +6,8 @@
 
 use alloclab_policies::configs::{self, Using};
 use alloclab_policies::{
-    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, PerCpu, RoundRobin, Single, ThreadCache,
-    ThreadLocal,
+    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, MrfChunkMap, PerCpu, RoundRobin, Single,
+    ThreadCache, ThreadLocal,
 };
 use alloclab_verify::machine::run_state_machine;
 use alloclab_verify::Modeled;
@@ -32,6 +32,14 @@ fn named_config_mrf() {
 #[test]
 fn named_config_mrf_current() {
     run_state_machine::<configs::MrfCurrent, M<CurrentRun<Mrf>>>();
+}
+
+/// The run-reuse-order study's fifth variant (not a named config): MRF with a current run, its
+/// links in the chunk map.
+#[test]
+fn mrf_current_chunk_map() {
+    run_state_machine::<Using<CurrentRun<MrfChunkMap>, ThreadLocal>, M<CurrentRun<MrfChunkMap>>>();
+    run_state_machine::<Using<MrfChunkMap, RoundRobin, ThreadCache>, M<MrfChunkMap>>();
 }
 
 #[test]
