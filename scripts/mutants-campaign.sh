@@ -331,22 +331,50 @@ recheck() {
         echo "no survivors in $out"
         return
     fi
-    # Each survivor by its exact name where today's tree still has it, else without its line
-    # and column (file:\d+:\d+: and the rest escaped), which may also match its twins.
+    # Each survivor by its exact name where today's tree still has it; else its line is
+    # carried from the campaign's commit to HEAD through git's diff of its file, and the twin
+    # (same file, function and replacement) nearest that line is taken; all twins only when
+    # its line itself changed.
     cargo mutants --list "${packages[@]}" "${unbuilt[@]}" >"$scratch/today.txt"
-    python3 - "$scratch/survivors.txt" "$scratch/today.txt" >"$scratch/survivors.re" <<'EOF'
-import re, sys
+    local campaign
+    campaign=$(awk '$1 == "commit" { print $2 }' "$out/campaign" 2>/dev/null || true)
+    python3 - "$scratch/survivors.txt" "$scratch/today.txt" "${campaign:-HEAD}" >"$scratch/survivors.re" <<'EOF'
+import re, subprocess, sys
 special = set("\\.+*?()|[]{}^$")
 def escape(s):
     return "".join("\\" + c if c in special else c for c in s)
-today = {l.rstrip("\n") for l in open(sys.argv[2])}
+today = [l.rstrip("\n") for l in open(sys.argv[2]) if l.strip()]
+campaign = sys.argv[3]
+def moved(path, line):
+    """The line at HEAD of `line` at the campaign's commit, or None if it changed."""
+    diff = subprocess.run(["git", "diff", "-U0", campaign, "HEAD", "--", path],
+                          capture_output=True, text=True).stdout
+    shift = 0
+    for h in re.finditer(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", diff, re.M):
+        o, ol = int(h.group(1)), int(h.group(2) or 1)
+        n, nl = int(h.group(3)), int(h.group(4) or 1)
+        start = o if ol > 0 else o + 1
+        if line < start:
+            break
+        if ol > 0 and line < o + ol:
+            return None
+        # Where the hunk ends on each side (an empty side sits after its line).
+        shift = (n + nl if nl > 0 else n + 1) - (o + ol if ol > 0 else o + 1)
+    return line + shift
 for line in open(sys.argv[1]):
     name = line.rstrip("\n")
-    m = re.match(r"^([^:]+):\d+:\d+: (.*)$", name)
-    if name in today:
+    m = re.match(r"^([^:]+):(\d+):\d+: (.*)$", name)
+    if name in today or not m:
         print("^" + escape(name) + "$")
-    elif m:
-        print("^" + escape(m.group(1)) + r":\d+:\d+: " + escape(m.group(2)) + "$")
+        continue
+    path, at, rest = m.group(1), int(m.group(2)), m.group(3)
+    twins = [t for t in today if t.startswith(path + ":") and t.split(": ", 1)[1] == rest]
+    target = moved(path, at)
+    if twins and target is not None:
+        best = min(twins, key=lambda t: abs(int(t.split(":")[1]) - target))
+        print("^" + escape(best) + "$")
+    else:
+        print("^" + escape(path) + r":\d+:\d+: " + escape(rest) + "$")
 EOF
     local args=() cargo_args=(--cargo-arg=--package=alloclab-core
         --cargo-arg=--package=alloclab-policies --cargo-arg=--package=alloclab-verify)
