@@ -447,11 +447,13 @@ pub fn readme_block(study: &Study, folder: &Path) -> Result<Option<String>, Stri
                 None => "",
             },
         );
+        let rows = rows(study, &results, metrics).0;
+        out.push_str(&summary(&rows));
         let _ = writeln!(
             out,
-            "| question | metric | workload | threads | ratio [95% CI] | verdict |\n|---|---|---|---:|---|---|"
+            "\n| question | metric | workload | threads | ratio [95% CI] | verdict |\n|---|---|---|---:|---|---|"
         );
-        for r in rows(study, &results, metrics).0 {
+        for r in rows {
             let c = &r.comparison;
             let ratio = if c.baseline_zero {
                 "reference is 0".to_string()
@@ -497,6 +499,52 @@ pub fn readme_block(study: &Study, folder: &Path) -> Result<Option<String>, Stri
     }
     out.push_str(END);
     Ok(Some(out))
+}
+
+/// Per question and metric, in `rows`' order: how many of its rows reach each verdict and the
+/// range of their ratios, what a README's prose can point at instead of typing figures.
+fn summary(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "In short, per question and metric (rows of each verdict; the ratios' range over its \
+         workloads and thread counts):\n\n| question | metric | lower | higher | equivalent | \
+         inconclusive | ratios |\n|---|---|---:|---:|---:|---:|---|\n",
+    );
+    let mut start = 0;
+    while start < rows.len() {
+        let family = rows[start].family;
+        let end = start
+            + rows[start..]
+                .iter()
+                .take_while(|r| r.family == family)
+                .count();
+        let group = &rows[start..end];
+        let count = |v: Verdict| group.iter().filter(|r| r.comparison.verdict == v).count();
+        let ratios: Vec<f64> = group
+            .iter()
+            .filter(|r| !r.comparison.baseline_zero)
+            .map(|r| r.comparison.ratio.estimate)
+            .collect();
+        let range = match (
+            ratios.iter().copied().reduce(f64::min),
+            ratios.iter().copied().reduce(f64::max),
+        ) {
+            (Some(lo), Some(hi)) if lo == hi => format!("{lo:.3}"),
+            (Some(lo), Some(hi)) => format!("{lo:.3} to {hi:.3}"),
+            _ => "reference is 0".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {range} |",
+            group[0].question,
+            group[0].metric,
+            count(Verdict::Lower),
+            count(Verdict::Higher),
+            count(Verdict::Equivalent),
+            count(Verdict::Inconclusive),
+        );
+        start = end;
+    }
+    out
 }
 
 /// `readme` with its generated block replaced by `block` (or, without markers, appended under
@@ -613,6 +661,16 @@ mod tests {
         );
         assert!(!text.contains("NaN"), "{text}");
         assert!(!text.contains("no significant difference"), "{text}");
+        // The README's summary of the same rows: one line per question and metric.
+        let short = summary(&rows(&study, &results, study.metrics).0);
+        assert!(
+            short.contains("\n| a against b (a / b) | wall | 1 | 0 | 0 | 0 | 0.574 |\n"),
+            "{short}"
+        );
+        assert!(
+            short.contains("\n| a against b (a / b) | sys | 0 | 1 | 0 | 0 | reference is 0 |\n"),
+            "{short}"
+        );
         assert!(
             text.contains("(16 comparisons in 2 families)")
                 || text.contains("(2 comparisons in 2 families)"),
