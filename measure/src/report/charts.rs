@@ -5,6 +5,7 @@
 use super::format::slug;
 use crate::analysis::{metric, Analysis, MetricAnalysis};
 use crate::schema::{Measurement, Results};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
@@ -46,6 +47,64 @@ pub(super) fn invocations<'a>(
     results.measurements.iter().filter(move |m| {
         !m.warmup && m.subject == subject && m.workload == workload && m.threads == threads
     })
+}
+
+/// One point of a band: (x, median, lowest, highest) of the invocations' values at x.
+pub(super) type BandPoint = (f64, f64, f64, f64);
+
+/// A subject's line over a band: its name and its points.
+pub(super) type BandLine = (String, Vec<BandPoint>);
+
+/// The band point of `values` at `x`; `None` when no invocation has a value there.
+pub(super) fn band_point(x: f64, values: &[f64]) -> Option<BandPoint> {
+    if values.is_empty() {
+        return None;
+    }
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some((x, crate::stats::median(values), lo, hi))
+}
+
+/// A chart whose axes are both plain numbers.
+pub(super) type Plane<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Draws each subject's median line over a shaded band from its lowest to its highest
+/// invocation, one colour each, and the legend at `legend`.
+pub(super) fn draw_bands<'a, 'b: 'a>(
+    chart: &mut Plane<'a, 'b>,
+    lines: &[BandLine],
+    legend: SeriesLabelPosition,
+) -> std::io::Result<()> {
+    for (k, (name, band)) in lines.iter().enumerate() {
+        let colour = Palette99::pick(k).to_rgba();
+        let mut outline: Vec<(f64, f64)> = band.iter().map(|p| (p.0, p.3)).collect();
+        outline.extend(band.iter().rev().map(|p| (p.0, p.2)));
+        chart
+            .draw_series(std::iter::once(Polygon::new(
+                outline,
+                colour.mix(0.15).filled(),
+            )))
+            .map_err(io_error)?;
+        chart
+            .draw_series(LineSeries::new(
+                band.iter().map(|p| (p.0, p.1)),
+                colour.stroke_width(2),
+            ))
+            .map_err(io_error)?
+            .label(name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(legend)
+        .draw()
+        .map_err(io_error)?;
+    Ok(())
 }
 
 /// Writes `<workload>-time.svg` and `<workload>-memory.svg` for every workload with figures.

@@ -6,10 +6,9 @@
 //! (the last sample at or before each); a subject's line is the median over its invocations,
 //! with a band from the lowest to the highest.
 
-use super::charts::{cells, invocations, io_error, subjects};
+use super::charts::{band_point, cells, draw_bands, invocations, io_error, subjects, BandLine};
 use super::format::slug;
 use crate::schema::{MemoryOverTime, Results};
-use crate::stats::median;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -51,10 +50,9 @@ fn at(v: &[(u64, f64)], calls: f64) -> Option<f64> {
         .map(|p| p.1)
 }
 
-/// Per subject: (calls, median, lowest, highest) at each point some invocation reaches.
-type Band = Vec<(f64, f64, f64, f64)>;
-
-fn bands(results: &Results, workload: &str, threads: usize) -> (f64, Vec<(String, Band)>) {
+/// Per subject: at each point some invocation reaches, the median and range of its
+/// invocations' fragmentation there.
+fn bands(results: &Results, workload: &str, threads: usize) -> (f64, Vec<BandLine>) {
     let runs: Vec<(String, Vec<Samples>)> = subjects(results)
         .into_iter()
         .map(|s| {
@@ -74,16 +72,11 @@ fn bands(results: &Results, workload: &str, threads: usize) -> (f64, Vec<(String
         if curves.is_empty() {
             continue;
         }
-        let band: Band = (0..POINTS)
+        let band: Vec<_> = (0..POINTS)
             .filter_map(|i| {
                 let x = end * i as f64 / (POINTS - 1) as f64;
                 let v: Vec<f64> = curves.iter().filter_map(|c| at(c, x)).collect();
-                if v.is_empty() {
-                    return None;
-                }
-                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                Some((x, median(&v), lo, hi))
+                band_point(x, &v)
             })
             .collect();
         if !band.is_empty() {
@@ -122,7 +115,7 @@ fn draw(
     workload: &str,
     threads: usize,
     end: f64,
-    lines: &[(String, Band)],
+    lines: &[BandLine],
 ) -> std::io::Result<()> {
     let points = || lines.iter().flat_map(|(_, b)| b.iter());
     let top = points().map(|p| p.3).fold(0.0, f64::max).max(0.1);
@@ -147,34 +140,17 @@ fn draw(
         .y_desc("resident added / live - 1")
         .draw()
         .map_err(io_error)?;
-    for (k, (name, band)) in lines.iter().enumerate() {
-        let colour = Palette99::pick(k).to_rgba();
-        let mut outline: Vec<(f64, f64)> = band.iter().map(|p| (p.0 / million, p.3)).collect();
-        outline.extend(band.iter().rev().map(|p| (p.0 / million, p.2)));
-        chart
-            .draw_series(std::iter::once(Polygon::new(
-                outline,
-                colour.mix(0.15).filled(),
-            )))
-            .map_err(io_error)?;
-        chart
-            .draw_series(LineSeries::new(
-                band.iter().map(|p| (p.0 / million, p.1)),
-                colour.stroke_width(2),
-            ))
-            .map_err(io_error)?
-            .label(name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2))
-            });
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(io_error)?;
+    let in_millions: Vec<BandLine> = lines
+        .iter()
+        .map(|(name, band)| {
+            let band = band
+                .iter()
+                .map(|p| (p.0 / million, p.1, p.2, p.3))
+                .collect();
+            (name.clone(), band)
+        })
+        .collect();
+    draw_bands(&mut chart, &in_millions, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(io_error)?;
     Ok(())
 }

@@ -3,10 +3,9 @@
 //! its end) and read at 50 evenly spaced points; a subject's line is the median over its
 //! invocations at each point, with a band from the lowest to the highest.
 
-use super::charts::{cells, invocations, io_error, subjects};
+use super::charts::{band_point, cells, draw_bands, invocations, io_error, subjects, BandLine};
 use super::format::slug;
 use crate::schema::{MemoryOverTime, Results};
-use crate::stats::median;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -29,10 +28,14 @@ fn normalized(m: &MemoryOverTime) -> Option<Vec<f64>> {
     Some(out)
 }
 
-/// Per subject: (median, lowest, highest) at each point.
-type Band = Vec<(f64, f64, f64)>;
+/// Normalized time at point `i`.
+fn at_point(i: usize) -> f64 {
+    i as f64 / (POINTS - 1) as f64
+}
 
-pub(super) fn bands(results: &Results, workload: &str, threads: usize) -> Vec<(String, Band)> {
+/// Per subject: at each point of normalized time, the median and range of its invocations'
+/// resident bytes.
+pub(super) fn bands(results: &Results, workload: &str, threads: usize) -> Vec<BandLine> {
     let mut out = Vec::new();
     for s in subjects(results) {
         let curves: Vec<Vec<f64>> = invocations(results, s, workload, threads)
@@ -42,11 +45,9 @@ pub(super) fn bands(results: &Results, workload: &str, threads: usize) -> Vec<(S
             continue;
         }
         let band = (0..POINTS)
-            .map(|i| {
+            .filter_map(|i| {
                 let v: Vec<f64> = curves.iter().map(|c| c[i]).collect();
-                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                (median(&v), lo, hi)
+                band_point(at_point(i), &v)
             })
             .collect();
         out.push((s.to_string(), band));
@@ -69,15 +70,10 @@ pub(super) fn write(results: &Results, dir: &Path) -> std::io::Result<Vec<PathBu
     Ok(written)
 }
 
-fn draw(
-    path: &Path,
-    workload: &str,
-    threads: usize,
-    lines: &[(String, Band)],
-) -> std::io::Result<()> {
+fn draw(path: &Path, workload: &str, threads: usize, lines: &[BandLine]) -> std::io::Result<()> {
     let top = lines
         .iter()
-        .flat_map(|(_, b)| b.iter().map(|p| p.2))
+        .flat_map(|(_, b)| b.iter().map(|p| p.3))
         .fold(0.0, f64::max)
         .max(1.0);
     let mib = (1u64 << 20) as f64;
@@ -100,44 +96,17 @@ fn draw(
         .y_desc("RSS (MiB)")
         .draw()
         .map_err(io_error)?;
-    for (k, (name, band)) in lines.iter().enumerate() {
-        let colour = Palette99::pick(k).to_rgba();
-        let x = |i: usize| i as f64 / (POINTS - 1) as f64;
-        let mut outline: Vec<(f64, f64)> = band
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (x(i), p.2 / mib))
-            .collect();
-        outline.extend(
-            band.iter()
-                .enumerate()
-                .rev()
-                .map(|(i, p)| (x(i), p.1 / mib)),
-        );
-        chart
-            .draw_series(std::iter::once(Polygon::new(
-                outline,
-                colour.mix(0.15).filled(),
-            )))
-            .map_err(io_error)?;
-        chart
-            .draw_series(LineSeries::new(
-                band.iter().enumerate().map(|(i, p)| (x(i), p.0 / mib)),
-                colour.stroke_width(2),
-            ))
-            .map_err(io_error)?
-            .label(name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2))
-            });
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(io_error)?;
+    let in_mib: Vec<BandLine> = lines
+        .iter()
+        .map(|(name, band)| {
+            let band = band
+                .iter()
+                .map(|p| (p.0, p.1 / mib, p.2 / mib, p.3 / mib))
+                .collect();
+            (name.clone(), band)
+        })
+        .collect();
+    draw_bands(&mut chart, &in_mib, SeriesLabelPosition::UpperLeft)?;
     root.present().map_err(io_error)?;
     Ok(())
 }
@@ -183,8 +152,8 @@ mod tests {
         let band = &lines.iter().find(|(n, _)| *n == s).unwrap().1;
         let lo = starts.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = starts.iter().copied().fold(0.0, f64::max);
-        assert_eq!((band[0].1, band[0].2), (lo, hi));
-        assert!(band[0].1 <= band[0].0 && band[0].0 <= band[0].2);
+        assert_eq!((band[0].2, band[0].3), (lo, hi));
+        assert!(band[0].2 <= band[0].1 && band[0].1 <= band[0].3);
 
         let dir = std::env::temp_dir().join(format!("alloclab-memchart-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
