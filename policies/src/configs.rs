@@ -8,9 +8,13 @@
 //! | `Mrf` | strict most-recently-freed | thread-local | none |
 //! | `MrfCurrent` | MRF + current run | thread-local | none |
 //! | `LifoTcache` | LIFO | thread-local | thread cache |
+//!
+//! `Checked<R, A, F>` is any combination (LIFO, thread-local arenas and no cache unless told)
+//! with every debug check compiled in, each chosen at run time, as liballoclab.so builds its
+//! heaps; tests, studies and benchmarks of the checks use it.
 
 use crate::{CurrentRun, NoCache, ThreadCache, ThreadLocal};
-use alloclab_core::{ArenaChoice, Config, FrontEnd, RunReuse};
+use alloclab_core::{ArenaChoice, Config, DebugCaps, FrontEnd, RunReuse};
 use core::marker::PhantomData;
 
 /// Address-ordered non-full runs with a current run kept lowest; thread-local arenas.
@@ -65,6 +69,18 @@ impl<R: RunReuse, A: ArenaChoice, F: FrontEnd> Config for Using<R, A, F> {
     type Arenas = A;
     type Front = F;
     const NAME: &'static str = "custom";
+}
+
+/// Run reuse `R`, arena choice `A` and front end `F` with every debug check compiled in: the
+/// options (`Safety`, `ALLOCLAB_CONF`'s `profile:`, `poison:` ...) choose them at run time;
+/// off, each costs a test of a flag.
+pub struct Checked<R = crate::Lifo, A = ThreadLocal, F = NoCache>(PhantomData<(R, A, F)>);
+impl<R: RunReuse, A: ArenaChoice, F: FrontEnd> Config for Checked<R, A, F> {
+    type Reuse = R;
+    type Arenas = A;
+    type Front = F;
+    const NAME: &'static str = "checked";
+    const DEBUG: DebugCaps = DebugCaps::ALL;
 }
 
 /// The names of the named configurations, in report order.

@@ -6,11 +6,11 @@
 //! - [`AddrOrdered`] (`addr_ordered.rs`): lowest address first, an intrusive treap;
 //! - [`Lifo`] (`lifo.rs`): last non-full run first, frees do not reorder;
 //! - [`Mrf`] (`mrf.rs`): most recently freed-into run first;
-//! - [`MrfChunkMap`] (`mrf_chunk_map.rs`): the same order, its links in the chunk map;
-//! - [`CurrentRun<P>`] (`current_run.rs`): any of them plus a cached current run.
+//! - [`CurrentRun<P>`] (`current_run.rs`): any of them plus a cached current run;
+//! - [`InChunkMap<P>`] (`in_chunk_map.rs`): any of them with its links in the chunk map
+//!   ([`MrfChunkMap`] is `InChunkMap<Mrf>`, the seed's fifth variant).
 //!
-//! `list.rs` is the intrusive run list that `Lifo` and `Mrf` share (and `MrfChunkMap`, whose
-//! links the engine keeps in the chunk map).
+//! `list.rs` is the intrusive run list that `Lifo` and `Mrf` share.
 //!
 //! Arena choice (which arena serves the current thread):
 //! [`Single`], [`ThreadLocal`], [`RoundRobin`], [`PerCpu`], [`Hashed`], one file each; and
@@ -26,10 +26,10 @@
 
 mod addr_ordered;
 mod current_run;
+mod in_chunk_map;
 mod lifo;
 mod list;
 mod mrf;
-mod mrf_chunk_map;
 
 mod hashed;
 mod large_resets_shared;
@@ -46,11 +46,11 @@ pub mod configs;
 pub use addr_ordered::{AddrOrdered, Treap, TreeLinks};
 pub use current_run::{CurrentBin, CurrentRun};
 pub use hashed::Hashed;
+pub use in_chunk_map::{InChunkMap, MrfChunkMap};
 pub use large_resets_shared::LargeResetsShared;
 pub use lifo::Lifo;
 pub use list::{ListLinks, ListRun, RunList};
 pub use mrf::Mrf;
-pub use mrf_chunk_map::MrfChunkMap;
 pub use no_cache::NoCache;
 pub use per_cpu::PerCpu;
 pub use round_robin::RoundRobin;

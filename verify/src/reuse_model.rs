@@ -7,7 +7,7 @@
 //! heap and compares its prediction with the run that actually served each allocation.
 
 use alloclab_core::RunReuse;
-use alloclab_policies::{AddrOrdered, CurrentRun, Lifo, Mrf, MrfChunkMap};
+use alloclab_policies::{AddrOrdered, CurrentRun, InChunkMap, Lifo, Mrf};
 use std::collections::BTreeMap;
 
 /// What a model may ask about runs: their free region counts (for policies that choose by
@@ -182,9 +182,9 @@ impl Modeled for Lifo {
 impl Modeled for Mrf {
     type Model = MrfModel;
 }
-/// The same rule as `Mrf`: where the links live changes no pick.
-impl Modeled for MrfChunkMap {
-    type Model = MrfModel;
+/// The same rule as `P`: where the links live changes no pick.
+impl<P: Modeled> Modeled for InChunkMap<P> {
+    type Model = P::Model;
 }
 impl Modeled for AddrOrdered {
     type Model = AddrOrderedModel;

@@ -3,8 +3,8 @@
 #![cfg(not(loom))]
 
 use alloclab_policies::{
-    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, MrfChunkMap, PerCpu, RoundRobin, Single,
-    ThreadLocal,
+    AddrOrdered, CurrentRun, Hashed, InChunkMap, Lifo, Mrf, MrfChunkMap, PerCpu, RoundRobin,
+    Single, ThreadLocal,
 };
 use alloclab_verify::{
     verify_arena_choice, verify_run_reuse, verify_run_reuse_against, Modeled, Summary,
@@ -35,6 +35,8 @@ fn mrf() {
 fn mrf_chunk_map() {
     modeled::<MrfChunkMap>();
     modeled::<CurrentRun<MrfChunkMap>>();
+    // The wrapper is generic: another list policy so placed keeps its own order.
+    modeled::<InChunkMap<Lifo>>();
 }
 
 #[test]
