@@ -4,29 +4,15 @@
 
 mod common;
 
-use alloclab::policies::{Lifo, Single, ThreadLocal};
-use alloclab::{Config, DebugCaps, FreeError, Heap, Options, Poison, Safety};
+use alloclab::policies::{configs, Lifo, Single, ThreadLocal};
+use alloclab::{Config, FreeError, Heap, Options, Poison, Safety};
 use common::{expect_abort, expect_signal, Rng};
 
 /// LIFO, one arena, every debug check compiled in (chosen at run time).
-struct Checked;
-impl Config for Checked {
-    type Reuse = Lifo;
-    type Arenas = Single;
-    type Front = alloclab::policies::NoCache;
-    const NAME: &'static str = "checked";
-    const DEBUG: DebugCaps = DebugCaps::ALL;
-}
+type Checked = configs::Checked<Lifo, Single>;
 
 /// Thread-local arenas, debug checks compiled in.
-struct CheckedThreads;
-impl Config for CheckedThreads {
-    type Reuse = Lifo;
-    type Arenas = ThreadLocal;
-    type Front = alloclab::policies::NoCache;
-    const NAME: &'static str = "checked-threads";
-    const DEBUG: DebugCaps = DebugCaps::ALL;
-}
+type CheckedThreads = configs::Checked<Lifo, ThreadLocal>;
 
 fn heap(safety: Safety) -> Heap<Checked> {
     Heap::with_options(Options {
@@ -533,14 +519,7 @@ fn time_based_sampling_samples_after_each_interval() {
 }
 
 /// Every debug check compiled in, with a thread cache in front.
-struct CheckedCached;
-impl Config for CheckedCached {
-    type Reuse = Lifo;
-    type Arenas = Single;
-    type Front = alloclab::policies::ThreadCache;
-    const NAME: &'static str = "checked-cached";
-    const DEBUG: DebugCaps = DebugCaps::ALL;
-}
+type CheckedCached = configs::Checked<Lifo, Single, alloclab::policies::ThreadCache>;
 
 /// Checks compiled in but not asked for cost nothing: allocation takes the ordinary path,
 /// thread cache included, so the first small allocation fills the cache from the arena (the

@@ -6,7 +6,7 @@
 
 mod common;
 
-use alloclab::policies::{Lifo, NoCache, Single};
+use alloclab::policies::{configs, Lifo, NoCache, Single};
 use alloclab::{Config, DebugCaps, Heap, Options, Safety, ZeroCheck};
 use common::{expect_abort, in_child, residency};
 
@@ -14,14 +14,7 @@ const PAGE: usize = 4096;
 const CHUNK: usize = 1 << 20;
 
 /// LIFO, one arena, every debug check compiled in (chosen at run time).
-struct Checked;
-impl Config for Checked {
-    type Reuse = Lifo;
-    type Arenas = Single;
-    type Front = NoCache;
-    const NAME: &'static str = "checked";
-    const DEBUG: DebugCaps = DebugCaps::ALL;
-}
+type Checked = configs::Checked<Lifo, Single>;
 
 fn heap(zero_check: ZeroCheck) -> Heap<Checked> {
     Heap::with_options(Options {

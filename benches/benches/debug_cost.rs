@@ -19,7 +19,7 @@
 //! allocates a size from a fixed cycle, mostly small.
 
 use alloclab::policies::{Lifo, ThreadLocal};
-use alloclab::{Config, DebugCaps, Heap, Options, Poison, Safety};
+use alloclab::{Config, Heap, Options, Poison, Safety};
 use std::hint::black_box;
 use std::process::Command;
 
@@ -39,14 +39,7 @@ impl Config for Plain {
 }
 
 /// The same, every check compiled in.
-struct Checkable;
-impl Config for Checkable {
-    type Reuse = Lifo;
-    type Arenas = ThreadLocal;
-    type Front = alloclab::policies::NoCache;
-    const NAME: &'static str = "checkable";
-    const DEBUG: DebugCaps = DebugCaps::ALL;
-}
+type Checkable = alloclab::policies::configs::Checked;
 
 /// The settings measured: name, and the options of a `Heap<Checkable>` (`None`: `Heap<Plain>`).
 fn settings() -> Vec<(&'static str, Option<Safety>)> {

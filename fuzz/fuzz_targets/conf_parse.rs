@@ -70,7 +70,7 @@ fn run_with_options(conf: &options::Conf, data: &[u8]) {
     if safety.validate().is_err() {
         return;
     }
-    let heap = Heap::<select::Checkable<Lifo, Single>>::with_options(Options {
+    let heap = Heap::<select::Checked<Lifo, Single>>::with_options(Options {
         safety,
         ..Options::DEFAULT
     });

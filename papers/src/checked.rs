@@ -4,18 +4,8 @@
 //! `checked_variant!` makes the `fn() -> Box<dyn Subject>` a `SubjectEntry` needs for one set of
 //! options.
 
-use alloclab_core::{Config, DebugCaps};
-use alloclab_policies::{Lifo, NoCache, ThreadLocal};
-
 /// `lifo` with every debug check compiled in.
-pub struct Checked;
-impl Config for Checked {
-    type Reuse = Lifo;
-    type Arenas = ThreadLocal;
-    type Front = NoCache;
-    const NAME: &'static str = "checked";
-    const DEBUG: DebugCaps = DebugCaps::ALL;
-}
+pub type Checked = alloclab_policies::configs::Checked;
 
 /// `checked_variant!(name, safety)` defines `fn name() -> Box<dyn Subject>`: a fresh
 /// `Heap<Checked>` with `safety` as its options; `checked_variant!(name, Config, safety)` the

@@ -34,7 +34,7 @@ use alloclab_policies::{AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, Single, Thre
 // The run-time table's own heaps (every debug check compiled in, off at run time): the
 // compile-time modes use the same type, so the difference is the dispatch alone (what the
 // checks cost is `benches/debug_cost.rs`'s question).
-use select::Checkable;
+use select::Checked;
 use select::{Arenas, Ops, Reuse, Selection};
 use std::hint::black_box;
 use std::process::Command;
@@ -153,7 +153,7 @@ fn configs() -> [(&'static str, Selection); 4] {
 }
 
 fn run_inlined<R: RunReuse, A: ArenaChoice>(n: usize) {
-    let heap: Heap<Checkable<R, A>> = Heap::new();
+    let heap: Heap<Checked<R, A>> = Heap::new();
     let mut ring = [std::ptr::null_mut(); RING];
     measured_inlined(&heap, RING * 4, &mut ring); // warm up: runs and arenas exist
     measured_inlined(&heap, n, &mut ring);
@@ -164,10 +164,10 @@ fn run_inlined<R: RunReuse, A: ArenaChoice>(n: usize) {
 }
 
 // One fixed heap per measured configuration (a `static` cannot be generic).
-fixed!(Fixed0, HEAP0, Checkable<Lifo, ThreadLocal>);
-fixed!(Fixed1, HEAP1, Checkable<CurrentRun<Mrf>, ThreadLocal>);
-fixed!(Fixed2, HEAP2, Checkable<CurrentRun<AddrOrdered>, Single>);
-fixed!(Fixed3, HEAP3, Checkable<Lifo, Hashed>);
+fixed!(Fixed0, HEAP0, Checked<Lifo, ThreadLocal>);
+fixed!(Fixed1, HEAP1, Checked<CurrentRun<Mrf>, ThreadLocal>);
+fixed!(Fixed2, HEAP2, Checked<CurrentRun<AddrOrdered>, Single>);
+fixed!(Fixed3, HEAP3, Checked<Lifo, Hashed>);
 
 fn run_fixed<F: Fixed>(n: usize) {
     // Referenced so that they exist, as they would in a library; never called.

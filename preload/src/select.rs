@@ -1,7 +1,7 @@
 //! Run-time selection among compile-time heaps.
 //!
 //! Every combination of run reuse (3) x current run (2) x arena choice (5) x front end (2) is a
-//! monomorphized `Heap<Checkable<R, A, F>>`, every debug check compiled in (each off at run
+//! monomorphized `Heap<Checked<R, A, F>>`, every debug check compiled in (each off at run
 //! time unless `ALLOCLAB_CONF` turns it on): the engine's policies stay statically dispatched
 //! and inlined. What the start-up configuration picks is one table of function pointers
 //! (`Ops`) into one of those 60 heaps, so a call costs one load and one indirect call more
@@ -15,10 +15,7 @@
 //! This file depends on nothing else in the crate, so the benchmark compiles it as it is.
 
 use alloclab_core::size_class::QUANTUM;
-use alloclab_core::{
-    ArenaChoice, Config, DebugCaps, FreeError, FrontEnd, Heap, Options, RunReuse, Stats,
-    TcacheCheck,
-};
+use alloclab_core::{ArenaChoice, Config, FreeError, FrontEnd, Heap, Options, Stats, TcacheCheck};
 use alloclab_policies::{
     AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, NoCache, PerCpu, RoundRobin, Single, ThreadCache,
     ThreadLocal,
@@ -70,17 +67,7 @@ pub struct Selection {
     pub options: Options,
 }
 
-/// Run reuse `R`, arena choice `A` and front end `F`, with every debug check compiled in:
-/// `ALLOCLAB_CONF` chooses them at run time (`profile:`, `poison:` ...); off, each costs a test
-/// of a flag.
-pub struct Checkable<R, A, F = NoCache>(core::marker::PhantomData<(R, A, F)>);
-impl<R: RunReuse, A: ArenaChoice, F: FrontEnd> Config for Checkable<R, A, F> {
-    type Reuse = R;
-    type Arenas = A;
-    type Front = F;
-    const NAME: &'static str = "custom";
-    const DEBUG: DebugCaps = DebugCaps::ALL;
-}
+pub use alloclab_policies::configs::Checked;
 
 // ---- the table of operations ----------------------------------------------------------------
 
@@ -388,14 +375,14 @@ unsafe fn with_arenas<A: ArenaChoice, F: FrontEnd>(sel: &Selection) -> &'static 
     // SAFETY: forwarded contract.
     unsafe {
         match (sel.reuse, sel.current_run) {
-            (Reuse::AddrOrdered, false) => OpsOf::<Checkable<AddrOrdered, A, F>>::install(o),
+            (Reuse::AddrOrdered, false) => OpsOf::<Checked<AddrOrdered, A, F>>::install(o),
             (Reuse::AddrOrdered, true) => {
-                OpsOf::<Checkable<CurrentRun<AddrOrdered>, A, F>>::install(o)
+                OpsOf::<Checked<CurrentRun<AddrOrdered>, A, F>>::install(o)
             }
-            (Reuse::Lifo, false) => OpsOf::<Checkable<Lifo, A, F>>::install(o),
-            (Reuse::Lifo, true) => OpsOf::<Checkable<CurrentRun<Lifo>, A, F>>::install(o),
-            (Reuse::Mrf, false) => OpsOf::<Checkable<Mrf, A, F>>::install(o),
-            (Reuse::Mrf, true) => OpsOf::<Checkable<CurrentRun<Mrf>, A, F>>::install(o),
+            (Reuse::Lifo, false) => OpsOf::<Checked<Lifo, A, F>>::install(o),
+            (Reuse::Lifo, true) => OpsOf::<Checked<CurrentRun<Lifo>, A, F>>::install(o),
+            (Reuse::Mrf, false) => OpsOf::<Checked<Mrf, A, F>>::install(o),
+            (Reuse::Mrf, true) => OpsOf::<Checked<CurrentRun<Mrf>, A, F>>::install(o),
         }
     }
 }

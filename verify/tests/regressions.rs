@@ -149,14 +149,7 @@ fn thread_cache_refills_count_their_picks() {
 
 /// `lifo` with every debug check compiled in, so that each is chosen at run time (as in
 /// liballoclab.so).
-struct AllChecks;
-impl alloclab_core::Config for AllChecks {
-    type Reuse = Lifo;
-    type Arenas = Single;
-    type Front = alloclab_policies::NoCache;
-    const NAME: &'static str = "all-checks";
-    const DEBUG: alloclab_core::DebugCaps = alloclab_core::DebugCaps::ALL;
-}
+type AllChecks = alloclab_policies::configs::Checked<Lifo, Single>;
 
 fn all_checks(safety: alloclab_core::Safety) -> Heap<AllChecks> {
     Heap::with_options(alloclab_core::Options {
