@@ -456,7 +456,9 @@ impl<L> RunRef<L> {
     }
 
     /// The run, whichever place the handle's links are at: a handle inside a chunk's header
-    /// pages is a page entry's (no run header lies there).
+    /// pages is a page entry's (no run header lies there). Only a policy's own calls (`start`,
+    /// `free`, `capacity`) pay this test, as a handle does not know its policy; the engine,
+    /// which does, uses `run_of`.
     #[inline(always)]
     pub(crate) fn run(self) -> Run {
         if (self.at.as_ptr() as usize) & (CHUNK - 1) < CHUNK_HEADER_PAGES * PAGE {
