@@ -627,6 +627,18 @@ mod tests {
         let measured_rounds: Vec<usize> = (0..results.measurements.len())
             .filter(|&k| !results.measurements[k].warmup)
             .collect();
+        // Above the threshold, yet not certainly (within the resolution): not disturbed, and
+        // the line says why the figure may exceed the threshold.
+        results.measurements[measured_rounds[0]].disturbance = Some(measured(0.093, false));
+        let close = render(&results, &analysis);
+        assert_eq!(
+            close.lines().next().unwrap(),
+            format!(
+                "# alloclab compare: report (undisturbed: other processes took at most 9.3% of \
+                 the machine during any of its {n} measurements, above the threshold only by \
+                 less than /proc/stat's resolution; threshold 5.0%)"
+            )
+        );
         results.measurements[measured_rounds[0]].disturbance = Some(crate::schema::Disturbance {
             retried: vec![0.4, 0.35],
             ..measured(0.30, true)
