@@ -64,7 +64,7 @@ export PROPTEST_CASES=${PROPTEST_CASES:-8}
 tests=${MUTANTS_TESTS:-"--lib --test model_based --test regressions --test seeded_policies \
 --test seeded_chunk_policies --test quickcheck_size_classes --test quickcheck_page_map \
 --test quickcheck_bitmap --test large_and_huge --test reuse_order --test run_list \
---test tcache_check --test fork_handlers"}
+--test tcache_check --test fork_handlers --test purge_policy"}
 packages=(--package alloclab-core --package alloclab-policies --package alloclab-verify)
 # Modules built only under --cfg loom, --cfg shuttle or --cfg alloclab_seeded: the campaign's
 # build has none of those, so their mutants would build and pass unseen, whatever the tests.

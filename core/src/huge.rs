@@ -914,3 +914,23 @@ impl HugeShard {
         });
     }
 }
+
+#[cfg(all(test, not(loom), not(shuttle)))]
+mod tests {
+    use super::*;
+
+    /// Kills cargo-mutants' `replace Huge::mine -> usize with 1` (`core/src/huge.rs`, survivor
+    /// of the campaign's shard 2): every thread in one shard is still correct, so only the
+    /// spread shows it. Sixteen threads all hashed to one of four shards would be a chance of
+    /// 4^-15.
+    #[test]
+    fn threads_spread_over_the_shards() {
+        let huge = Huge::new(Purge::DEFAULT, 0, false);
+        let shards: Vec<usize> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..16).map(|_| s.spawn(|| huge.mine())).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(shards.iter().all(|&i| i < HUGE_SHARDS), "{shards:?}");
+        assert!(shards.iter().any(|&i| i != shards[0]), "{shards:?}");
+    }
+}

@@ -257,6 +257,27 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    /// Kills cargo-mutants' `replace += with -= in LockStats::add` (`core/src/lock.rs`,
+    /// survivor of the campaign's shard 2): the heap's statistics sum every arena's lock counts
+    /// with `add`, and no test read a sum of contended acquisitions.
+    #[test]
+    fn add_sums_each_count() {
+        let mut sum = LockStats {
+            acquisitions: 10,
+            contended: 3,
+            wait_ns: 700,
+        };
+        sum.add(&LockStats {
+            acquisitions: 5,
+            contended: 2,
+            wait_ns: 300,
+        });
+        assert_eq!(
+            (sum.acquisitions, sum.contended, sum.wait_ns),
+            (15, 5, 1000)
+        );
+    }
+
     #[test]
     fn excludes_and_wakes_sleepers() {
         struct Shared {

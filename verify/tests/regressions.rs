@@ -225,6 +225,58 @@ fn with_sampling_off_no_allocation_is_taken_for_a_sampled_one() {
     assert_eq!(heap.stats().allocated, 0);
 }
 
+/// Whether the `size` bytes at `p` start a page or end one: where a sampled allocation is put,
+/// against one of its slot's guard pages (a small region of the heap is so one time in 32).
+fn at_a_page_edge(p: *mut u8, size: usize) -> bool {
+    p as usize % 4096 == 0 || (p as usize + size) % 4096 == 0
+}
+
+/// Found by the mutation campaign (shard 2, `core/src/sampled.rs`: `replace > with < in
+/// Sampler::should_sample`): sampling takes requests of at most a page; no test in the
+/// campaign's selection sampled at all. With every allocation sampled (`sample: 1`), each small
+/// one is placed against a guard page of its slot, and a request of several pages is served by
+/// the heap as usual.
+#[test]
+fn sampling_takes_requests_up_to_a_page_and_none_larger() {
+    let heap = all_checks(alloclab_core::Safety {
+        sample: 1,
+        ..alloclab_core::Safety::OFF
+    });
+    let small: Vec<*mut u8> = (0..8).map(|_| heap.malloc(64)).collect();
+    for &p in &small {
+        assert!(!p.is_null());
+        assert!(at_a_page_edge(p, 64), "{p:?} is not against a guard page");
+    }
+    let big = heap.malloc(3 * 4096);
+    assert!(!big.is_null());
+    assert!(heap.usable_size(big).unwrap() >= 3 * 4096);
+    for p in small.into_iter().chain([big]) {
+        // SAFETY: a live allocation of `heap`, freed once.
+        assert_eq!(unsafe { heap.try_free(p) }, Ok(()));
+    }
+    heap.check_invariants().unwrap();
+}
+
+/// Found by the mutation campaign (shard 3, `core/src/sampled.rs`: `replace - with + in
+/// Sampler::should_sample`): the countdown between samples must count down. One allocation in
+/// two sampled: of 256 small ones, about half lie against a guard page (a small region of the
+/// heap lies at a page's edge one time in 32); a countdown that grows samples a few at most.
+#[test]
+fn sampling_one_in_two_samples_about_half() {
+    let heap = all_checks(alloclab_core::Safety {
+        sample: 2,
+        ..alloclab_core::Safety::OFF
+    });
+    let ptrs: Vec<*mut u8> = (0..256).map(|_| heap.malloc(64)).collect();
+    let at_edges = ptrs.iter().filter(|&&p| at_a_page_edge(p, 64)).count();
+    assert!((60..=220).contains(&at_edges), "{at_edges} of 256");
+    for p in ptrs {
+        // SAFETY: a live allocation of `heap`, freed once.
+        assert_eq!(unsafe { heap.try_free(p) }, Ok(()));
+    }
+    heap.check_invariants().unwrap();
+}
+
 /// Found by the mutation campaign (shard 1, `verify/src/harness.rs`: `replace Harness<C,
 /// M>::heap -> &Heap<C> with Box::leak(Box::new(Heap::new()))`): the kit and the fuzz
 /// targets read the heap under test through `Harness::heap` (statistics, invariants), and no
