@@ -18,6 +18,7 @@
 //! benchmark of liballoclab.so: a ring of 256 live blocks, each step frees the oldest and
 //! allocates a size from a fixed cycle, mostly small.
 
+use alloclab::policies::configs::Checked;
 use alloclab::policies::{Lifo, ThreadLocal};
 use alloclab::{Config, Heap, Options, Poison, Safety};
 use std::hint::black_box;
@@ -38,10 +39,7 @@ impl Config for Plain {
     const NAME: &'static str = "plain";
 }
 
-/// The same, every check compiled in.
-type Checkable = alloclab::policies::configs::Checked;
-
-/// The settings measured: name, and the options of a `Heap<Checkable>` (`None`: `Heap<Plain>`).
+/// The settings measured: name, and the options of a `Heap<Checked>` (`None`: `Heap<Plain>`).
 fn settings() -> Vec<(&'static str, Option<Safety>)> {
     let with = |f: fn(&mut Safety)| {
         let mut s = Safety::OFF;
@@ -93,7 +91,7 @@ fn run<C: Config>(options: Options, n: usize) {
 fn one_run(setting: usize, n: usize) {
     match settings()[setting].1 {
         None => run::<Plain>(Options::DEFAULT, n),
-        Some(safety) => run::<Checkable>(
+        Some(safety) => run::<Checked>(
             Options {
                 safety,
                 ..Options::DEFAULT

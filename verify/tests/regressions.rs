@@ -225,6 +225,18 @@ fn with_sampling_off_no_allocation_is_taken_for_a_sampled_one() {
     assert_eq!(heap.stats().allocated, 0);
 }
 
+/// Frees each of `ptrs`, live allocations of `heap`, each without error, then checks the heap.
+fn free_each_and_check<C: alloclab_core::Config>(
+    heap: &Heap<C>,
+    ptrs: impl IntoIterator<Item = *mut u8>,
+) {
+    for p in ptrs {
+        // SAFETY: the caller's: a live allocation of `heap`, freed once.
+        assert_eq!(unsafe { heap.try_free(p) }, Ok(()));
+    }
+    heap.check_invariants().unwrap();
+}
+
 /// Whether the `size` bytes at `p` start a page or end one: where a sampled allocation is put,
 /// against one of its slot's guard pages (a small region of the heap is so one time in 32).
 fn at_a_page_edge(p: *mut u8, size: usize) -> bool {
@@ -250,11 +262,7 @@ fn sampling_takes_requests_up_to_a_page_and_none_larger() {
     let big = heap.malloc(3 * 4096);
     assert!(!big.is_null());
     assert!(heap.usable_size(big).unwrap() >= 3 * 4096);
-    for p in small.into_iter().chain([big]) {
-        // SAFETY: a live allocation of `heap`, freed once.
-        assert_eq!(unsafe { heap.try_free(p) }, Ok(()));
-    }
-    heap.check_invariants().unwrap();
+    free_each_and_check(&heap, small.into_iter().chain([big]));
 }
 
 /// Found by the mutation campaign (shard 3, `core/src/sampled.rs`: `replace - with + in
@@ -270,11 +278,7 @@ fn sampling_one_in_two_samples_about_half() {
     let ptrs: Vec<*mut u8> = (0..256).map(|_| heap.malloc(64)).collect();
     let at_edges = ptrs.iter().filter(|&&p| at_a_page_edge(p, 64)).count();
     assert!((60..=220).contains(&at_edges), "{at_edges} of 256");
-    for p in ptrs {
-        // SAFETY: a live allocation of `heap`, freed once.
-        assert_eq!(unsafe { heap.try_free(p) }, Ok(()));
-    }
-    heap.check_invariants().unwrap();
+    free_each_and_check(&heap, ptrs);
 }
 
 /// Found by the mutation campaign (shard 1, `verify/src/harness.rs`: `replace Harness<C,
