@@ -29,65 +29,65 @@ tests=${HAND_MUTANT_TESTS:-"--test arena_spread --test conformance --test large_
 
 # id@@file@@exact text (found exactly once)@@replacement
 mutants=(
-    "purge-off-by-one@@core/src/arena.rs@@        self.stats.active_pages -= n;
+    "purge-off-by-one@@core/src/back/arena/pages.rs@@        self.stats.active_pages -= n;
         // SAFETY: the pages are now free pages of our chunk.
         unsafe { self.coalesce_insert(chunk, page, n) };
         if self.stats.dirty_pages > self.dirty_max {@@        self.stats.active_pages -= n;
         // SAFETY: the pages are now free pages of our chunk.
         unsafe { self.coalesce_insert(chunk, page, n) };
         if self.stats.dirty_pages >= self.dirty_max {"
-    "purge-never@@core/src/arena.rs@@        unsafe { self.coalesce_insert(chunk, page, n) };
+    "purge-never@@core/src/back/arena/pages.rs@@        unsafe { self.coalesce_insert(chunk, page, n) };
         if self.stats.dirty_pages > self.dirty_max {
             self.purge(self.dirty_max / 2);@@        unsafe { self.coalesce_insert(chunk, page, n) };
         if self.stats.dirty_pages > self.dirty_max {
             let _ = self.dirty_max / 2;"
-    "purge-too-early@@core/src/arena.rs@@        unsafe { self.coalesce_insert(chunk, page, n) };
+    "purge-too-early@@core/src/back/arena/pages.rs@@        unsafe { self.coalesce_insert(chunk, page, n) };
         if self.stats.dirty_pages > self.dirty_max {@@        unsafe { self.coalesce_insert(chunk, page, n) };
         if self.stats.dirty_pages > self.dirty_max / 2 {"
-    "purge-too-far@@core/src/arena.rs@@        unsafe { self.coalesce_insert(chunk, page, n) };
+    "purge-too-far@@core/src/back/arena/pages.rs@@        unsafe { self.coalesce_insert(chunk, page, n) };
         if self.stats.dirty_pages > self.dirty_max {
             self.purge(self.dirty_max / 2);@@        unsafe { self.coalesce_insert(chunk, page, n) };
         if self.stats.dirty_pages > self.dirty_max {
             self.purge(0);"
-    "purge-stops-late@@core/src/arena.rs@@            while !e.is_null() && self.stats.dirty_pages > target {@@            while !e.is_null() && self.stats.dirty_pages >= target {"
-    "default-dirty-limit-ignored@@core/src/heap.rs@@            let dirty_max = if self.options.dirty_max_pages == usize::MAX {
+    "purge-stops-late@@core/src/back/arena/pages.rs@@            while !e.is_null() && self.stats.dirty_pages > target {@@            while !e.is_null() && self.stats.dirty_pages >= target {"
+    "default-dirty-limit-ignored@@core/src/heap/init.rs@@            let dirty_max = if self.options.dirty_max_pages == usize::MAX {
                 C::DIRTY_MAX_PAGES@@            let dirty_max = if self.options.dirty_max_pages == usize::MAX {
                 usize::MAX"
-    "shrink-purge-off-by-one@@core/src/arena.rs@@                self.coalesce_insert(chunk, page + new, n);
+    "shrink-purge-off-by-one@@core/src/back/arena/large.rs@@                self.coalesce_insert(chunk, page + new, n);
                 if self.stats.dirty_pages > self.dirty_max {@@                self.coalesce_insert(chunk, page + new, n);
                 if self.stats.dirty_pages >= self.dirty_max {"
-    "shrink-purge-never@@core/src/arena.rs@@                self.coalesce_insert(chunk, page + new, n);
+    "shrink-purge-never@@core/src/back/arena/large.rs@@                self.coalesce_insert(chunk, page + new, n);
                 if self.stats.dirty_pages > self.dirty_max {@@                self.coalesce_insert(chunk, page + new, n);
                 if false {"
-    "shrink-moves@@core/src/arena.rs@@            if new < old {
+    "shrink-moves@@core/src/back/arena/large.rs@@            if new < old {
                 for i in new..old {@@            if new < old {
                 if true { return false; }
                 for i in new..old {"
-    "grow-never-in-place@@core/src/arena.rs@@            let need = new - old;
+    "grow-never-in-place@@core/src/back/arena/large.rs@@            let need = new - old;
             let next = page + old;@@            let need = new - old;
             if need > 0 { return false; }
             let next = page + old;"
-    "grow-refuses-exact-fit@@core/src/arena.rs@@            if (*ne).kind() != FREE || (*ne).len() < need {@@            if (*ne).kind() != FREE || (*ne).len() <= need {"
-    "grow-splits-exact-fit@@core/src/arena.rs@@            if flen > need {
+    "grow-refuses-exact-fit@@core/src/back/arena/large.rs@@            if (*ne).kind() != FREE || (*ne).len() < need {@@            if (*ne).kind() != FREE || (*ne).len() <= need {"
+    "grow-splits-exact-fit@@core/src/back/arena/large.rs@@            if flen > need {
                 self.set_free_run_ends(chunk, next + need, flen - need);@@            if flen >= need {
                 self.set_free_run_ends(chunk, next + need, flen - need);"
-    "grow-forgets-stats@@core/src/arena.rs@@            self.stats.large_allocated += need * PAGE;
+    "grow-forgets-stats@@core/src/back/arena/large.rs@@            self.stats.large_allocated += need * PAGE;
         }
         true@@        }
         true"
-    "grow-past-chunk-end@@core/src/arena.rs@@            if next >= CHUNK_PAGES {
+    "grow-past-chunk-end@@core/src/back/arena/large.rs@@            if next >= CHUNK_PAGES {
                 return false;@@            if next > CHUNK_PAGES {
                 return false;"
-    "huge-free-keeps-map@@core/src/huge.rs@@        self.with(|h| {
+    "huge-free-keeps-map@@core/src/back/huge/shard.rs@@        self.with(|h| {
             map.clear(addr, size);@@        self.with(|h| {
             let _ = map;"
-    "huge-free-clears-first-chunk@@core/src/huge.rs@@        self.with(|h| {
+    "huge-free-clears-first-chunk@@core/src/back/huge/shard.rs@@        self.with(|h| {
             map.clear(addr, size);@@        self.with(|h| {
             map.clear(addr, size.min(crate::size_class::CHUNK));"
-    "huge-shrink-keeps-map@@core/src/huge.rs@@                map.clear(keep, end - keep);@@                let _ = (keep, end);"
-    "huge-move-keeps-old@@core/src/huge.rs@@        map.clear(addr, old);
+    "huge-shrink-keeps-map@@core/src/back/huge/shard.rs@@                map.clear(keep, end - keep);@@                let _ = (keep, end);"
+    "huge-move-keeps-old@@core/src/back/huge/shard.rs@@        map.clear(addr, old);
         let moved@@        let moved"
-    "page-map-clear-short@@core/src/page_map.rs@@        let mut a = addr;
+    "page-map-clear-short@@core/src/meta/page_map.rs@@        let mut a = addr;
         while a < addr + len {
             if let Some((r, l)) = Self::split(a) {@@        let mut a = addr;
         while a + crate::size_class::CHUNK < addr + len {

@@ -68,7 +68,7 @@ tests=${MUTANTS_TESTS:-"--lib --test model_based --test regressions --test seede
 packages=(--package alloclab-core --package alloclab-policies --package alloclab-verify)
 # Modules built only under --cfg loom, --cfg shuttle or --cfg alloclab_seeded: the campaign's
 # build has none of those, so their mutants would build and pass unseen, whatever the tests.
-unbuilt=(--exclude verify/src/loom.rs --exclude verify/src/shuttle.rs --exclude core/src/seeded.rs)
+unbuilt=(--exclude verify/src/loom.rs --exclude verify/src/shuttle.rs --exclude core/src/seeded.rs --exclude core/src/platform/seeded.rs)
 
 usage() {
     sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'

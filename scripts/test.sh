@@ -163,7 +163,7 @@ ALLOCLAB_PROBE_SO="$target_dir/release/liballoclab_probe.so" \
 # RUSTFLAGS it was built with, so the builds of different cfgs sit side by side and none
 # invalidates another.
 # They build with the `verify` profile (release's optimization without its LTO: Cargo.toml).
-# The seeded-bug switch is an untracked atomic read outside every model (core/src/seeded.rs),
+# The seeded-bug switch is an untracked atomic read outside every model (core/src/platform/seeded.rs),
 # so a build with `--cfg alloclab_seeded` runs the plain models unchanged and the seeded ones
 # too: the loom and the shuttle steps build once each, not twice.
 verify_target="${CARGO_TARGET_DIR:-target}"

@@ -6,37 +6,19 @@
 //!
 //! ## Layers
 //!
-//! Each layer depends only on the ones above it. One concern per file.
+//! One folder per layer; a file uses only its own folder and the folders above it in this
+//! table (each folder's `mod.rs` says what it owns). One concern per file.
 //!
-//! | layer | file | owns |
+//! | layer | folder | owns |
 //! |---|---|---|
-//! | shim | `sync.rs` | atomics, cells, thread-locals, globals (std, loom or shuttle) |
-//! | platform | `os.rs` | mmap/munmap/madvise/mremap, futex, monotonic clock, stderr, CPU count |
-//! | | `report.rs` | messages and fatal errors without allocating |
-//! | | `safety.rs` | the debug options: compiled-in capabilities, run-time choices, profiles |
-//! | | `checks.rs` | fills, fill checks and canaries over memory, and their reports |
-//! | | `lock.rs` | `RawLock`, a futex lock with explicit lock/unlock (fork-friendly); `CountedLock`, one that counts acquisitions, contention and wait (the arenas') |
-//! | geometry | `size_class.rs` | size classes, run geometry, `classify` |
-//! | metadata | `page_map.rs` | address → chunk or huge record, O(1), without touching memory |
-//! | | `base.rs` | the heap's own metadata allocator |
-//! | | `chunk.rs` | 1 MiB chunks and their per-page entries |
-//! | | `run.rs` | run headers, bitmaps, `RunRef` (what policies see) |
-//! | policy interface | `policy.rs` | `RunReuse`, `ArenaChoice`, `Config`, `Options` |
-//! | | `purge.rs` | `PurgePolicy` (when dirty pages and cached huge mappings go back), `Purge` |
-//! | | `thread.rs` | thread bindings, thread exit, arena pool (`ArenaCtx`) |
-//! | | `fork.rs` | `fork()` safety for every heap in the process (`pthread_atfork`) |
-//! | engine | `arena.rs` | bins, free page runs, purging, small and large paths |
-//! | | `quarantine.rs` | an arena's FIFO of freed allocations held back |
-//! | | `guard.rs` | guard pages after large allocations; where a large allocation starts |
-//! | | `hardening.rs` | the debug options' hooks in the arena's paths |
-//! | | `zero_size.rs` | `malloc(0)` into an inaccessible region |
-//! | | `sampled.rs` | sampled guarded allocations and their fault reports |
-//! | | `static_key.rs` | the sampling decision's static key: a branch patched in the code (`SamplePath::StaticKey`) |
-//! | | `slot_ring.rs` | the sampled pool's free slots (a locked FIFO, checked by loom) |
-//! | | `huge.rs` | huge mappings and the cache of freed ones |
-//! | | `heap.rs` | `Heap<C>`: init, dispatch, free, realloc, stats, invariants |
-//! | | `heap/tcache.rs` | the per-thread cache in front of the arenas (`FrontEnd::CACHE`) |
-//! | results | `stats.rs`, `invariants.rs`, `error.rs` | what the heap reports |
+//! | platform | `platform/` | every system call, the clock, signals, stderr, locks, the sync shim (std, loom or shuttle) |
+//! | metadata | `meta/` | size classes, page map, chunks, run headers, the metadata allocator, thread bindings |
+//! | policy contract | `policy/` | `RunReuse`, `ArenaChoice`, `FrontEnd`, `Config`, `Options`, `PurgePolicy`, the debug options |
+//! | debug wing | `debug/` | fills and canaries, quarantine, guard pages, sampled allocations, the static key |
+//! | back end | `back/` | arenas (bins, runs, large), huge mappings, stats, invariants |
+//! | heap | `heap/` | `Heap<C>`: init, dispatch, free, realloc, stats, invariants; the per-thread cache in front of the arenas (`tcache/`); `fork()` safety |
+//!
+//! docs/ARCHITECTURE.md draws the same layers.
 //!
 //! This crate knows no concrete policy: those live in `alloclab-policies`.
 //!
@@ -49,53 +31,34 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-pub mod sync;
-
-pub mod lock;
-pub mod os;
-pub mod report;
-pub mod safety;
-
-mod checks;
-pub mod size_class;
-
-mod base;
-mod chunk;
-mod page_map;
-pub mod run;
-
-pub mod fork;
-pub mod policy;
-pub mod purge;
-mod thread;
-
-mod arena;
-mod fault;
-mod guard;
-mod hardening;
+mod back;
+mod debug;
 mod heap;
-mod huge;
-mod quarantine;
-mod sampled;
-pub mod slot_ring;
-pub mod static_key;
-mod zero_size;
+mod meta;
+mod platform;
+pub mod policy;
 
-mod error;
-pub mod invariants;
-pub mod stats;
-
+// The module paths of earlier releases stay public: policy crates and the tools name them.
+pub use back::{invariants, stats};
+pub use debug::{slot_ring, static_key};
+pub use heap::fork;
+pub use meta::{run, size_class};
 #[cfg(alloclab_seeded)]
-pub mod seeded;
+pub use platform::seeded;
+pub use platform::{lock, os, report, sync};
+pub use policy::{purge, safety};
 
 #[cfg(feature = "verification")]
-pub use arena::set_purge_hook;
-pub use arena::Arena;
-pub use error::FreeError;
+pub use back::arena::set_purge_hook;
+pub use back::arena::Arena;
 pub use heap::Heap;
 pub use invariants::{Violation, ViolationKind};
 pub use lock::LockStats;
+#[cfg(loom)]
+pub use meta::thread::loom_thread_exit;
+pub use meta::thread::MAX_ARENAS;
 pub use os::Syscalls;
+pub use platform::error::FreeError;
 pub use policy::{
     ArenaChoice, ArenaCtx, Config, FrontEnd, Options, Removal, RunReuse, TcacheCheck,
 };
@@ -103,6 +66,3 @@ pub use purge::{Decay, Purge, PurgePolicy, Threshold};
 pub use run::{LinkPlace, RunRef};
 pub use safety::{DebugCaps, Poison, Safety, SamplePath, ZeroCheck};
 pub use stats::{ArenaStats, BinStats, Stats};
-#[cfg(loom)]
-pub use thread::loom_thread_exit;
-pub use thread::MAX_ARENAS;

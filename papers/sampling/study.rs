@@ -12,7 +12,7 @@
 //! of `lifo-tcache` with only the sampling check compiled in, each sampling one allocation
 //! per 100 ms as the seed's static keys did: `Countdown` (naive), `StaticKey` (a 5-byte `nop`
 //! in the fast path's code, patched into a `jmp` when the 100 ms clock fires and back once the
-//! sample is taken: `core/src/static_key.rs`; a shared flag where the code cannot be patched),
+//! sample is taken: `core/src/debug/static_key.rs`; a shared flag where the code cannot be patched),
 //! `SlowPath` (stealing), and `Gate`, a shared flag read on every allocation (what a static
 //! key would cost as a load); against `lifo-tcache` itself (nothing compiled in) and against
 //! the same heap with the check compiled in and sampling off.

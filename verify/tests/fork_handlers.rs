@@ -6,8 +6,8 @@
 //!
 //! Kills two survivors of the mutation campaign's shard 1 (VERIFY.md, "Mutation testing"),
 //! which only the root package's fork tests (outside the campaign's test selection) saw:
-//! `core/src/fork.rs: replace handlers::install -> bool with false` (nothing installed) and
-//! `core/src/fork.rs: replace handlers::postfork_child with ()` (the child keeps the locks
+//! `core/src/heap/fork.rs: replace handlers::install -> bool with false` (nothing installed) and
+//! `core/src/heap/fork.rs: replace handlers::postfork_child with ()` (the child keeps the locks
 //! the prefork handler took).
 //!
 //! One test in this file: the fork must not land while another test of the same process

@@ -1,4 +1,4 @@
-//! Loom models of purging without the arena lock (`core/src/arena.rs`, "Purging without the
+//! Loom models of purging without the arena lock (`core/src/back/arena/`, "Purging without the
 //! lock"): a free that takes an arena past its dirty limit chooses dirty spans under the lock,
 //! `madvise`s them after releasing it, and puts them back under it again. Meanwhile another
 //! thread allocates, frees and checks the heap's invariants on the same arena (`Single`: one
@@ -103,7 +103,7 @@ fn an_explicit_purge_runs_unlocked_against_a_free() {
     });
 }
 
-/// The cache of freed huge mappings (`core/src/huge.rs`) has a lock of its own: two threads
+/// The cache of freed huge mappings (`core/src/back/huge/`) has a lock of its own: two threads
 /// free a huge block each and allocate another, so a free puts a mapping in the cache while
 /// the other thread's allocation looks for one. Each allocation is served by a cached mapping
 /// or a fresh one, never one still live, and no mapping is lost or counted twice.

@@ -158,7 +158,7 @@ fn all_checks(safety: alloclab_core::Safety) -> Heap<AllChecks> {
     })
 }
 
-/// Found by the mutation campaign (shard 1, `core/src/heap.rs`: `replace && with || in
+/// Found by the mutation campaign (shard 1, `core/src/heap/mod.rs`: `replace && with || in
 /// Heap<C>::allocate_checked`): with canaries compiled in but off, a small allocation wrote
 /// a canary past its request all the same. No test ran the debug-capable heap with canaries
 /// off and another allocation hook on (with every hook off, allocations skip the checked
@@ -181,7 +181,7 @@ fn no_canary_is_written_when_canaries_are_off() {
     unsafe { heap.free(p) };
 }
 
-/// Found by the mutation campaign (shard 1, `core/src/heap.rs`: `replace - with + in
+/// Found by the mutation campaign (shard 1, `core/src/heap/mod.rs`: `replace - with + in
 /// Heap<C>::allocate_checked`): the end of a guarded large allocation, from which its
 /// recorded request is derived, counted the guard page twice; the request then read as
 /// unknown, and a sized free of the wrong size (C++ sized `delete`) passed. With guard pages
@@ -204,7 +204,7 @@ fn a_guarded_allocation_knows_its_request_to_the_byte() {
     heap.check_invariants().unwrap();
 }
 
-/// Found by the mutation campaign (shard 1, `core/src/sampled.rs`: `replace Sampler::contains
+/// Found by the mutation campaign (shard 1, `core/src/debug/sampled.rs`: `replace Sampler::contains
 /// -> bool with true`): with sampling compiled in but off, every free would have been taken
 /// for a sampled allocation's. No test freed through the debug-capable heap with sampling
 /// off. Frees of every kind go back to the heap, which ends empty.
@@ -243,7 +243,7 @@ fn at_a_page_edge(p: *mut u8, size: usize) -> bool {
     p as usize % 4096 == 0 || (p as usize + size) % 4096 == 0
 }
 
-/// Found by the mutation campaign (shard 2, `core/src/sampled.rs`: `replace > with < in
+/// Found by the mutation campaign (shard 2, `core/src/debug/sampled.rs`: `replace > with < in
 /// Sampler::should_sample`): sampling takes requests of at most a page; no test in the
 /// campaign's selection sampled at all. With every allocation sampled (`sample: 1`), each small
 /// one is placed against a guard page of its slot, and a request of several pages is served by
@@ -265,7 +265,7 @@ fn sampling_takes_requests_up_to_a_page_and_none_larger() {
     free_each_and_check(&heap, small.into_iter().chain([big]));
 }
 
-/// Found by the mutation campaign (shard 3, `core/src/sampled.rs`: `replace - with + in
+/// Found by the mutation campaign (shard 3, `core/src/debug/sampled.rs`: `replace - with + in
 /// Sampler::should_sample`): the countdown between samples must count down. One allocation in
 /// two sampled: of 256 small ones, about half lie against a guard page (a small region of the
 /// heap lies at a page's edge one time in 32); a countdown that grows samples a few at most.

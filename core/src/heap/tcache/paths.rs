@@ -1,0 +1,539 @@
+//! The thread cache's paths: allocation, free and realloc through the calling thread's cache, and its fills and flushes.
+
+use super::*;
+
+impl<C: Config> Heap<C> {
+    /// The calling thread's cache in this heap, made on first use; `None` while the thread
+    /// exits or if the OS refused memory.
+    #[inline(always)]
+    pub(in crate::heap) fn thread_cache(s: &Shared<C>) -> Option<&ThreadCache> {
+        let v = match thread::front_cache(s.pool.heap_id()) {
+            Some(v) => v,
+            None => thread::bind_cache(
+                s.pool.heap_id(),
+                || Self::new_cache(s),
+                |v| Self::retire_cache(s, v as *mut ThreadCache),
+            )?,
+        };
+        // SAFETY: bound caches live (in the heap's base) until the heap is dropped.
+        Some(unsafe { &*(v as *const ThreadCache) })
+    }
+
+    /// A cache for the calling thread: a spare one, or a new one from the base; 0 if none.
+    #[cold]
+    pub(in crate::heap) fn new_cache(s: &Shared<C>) -> usize {
+        let owner = thread::thread_key();
+        let mut c = s.caches.with(|l| {
+            let c = l.spare;
+            if !c.is_null() {
+                // SAFETY: caches on the spare list are ours, under the pool lock.
+                l.spare = unsafe { (*c).next.get() };
+            }
+            c
+        });
+        if c.is_null() {
+            // Outside the pool lock: the base has its own.
+            let Some(mem) = s.base.alloc(
+                core::mem::size_of::<ThreadCache>(),
+                core::mem::align_of::<ThreadCache>(),
+            ) else {
+                return 0;
+            };
+            c = mem.as_ptr().cast::<ThreadCache>();
+            // SAFETY: fresh metadata of the right size and alignment.
+            unsafe {
+                c.write(ThreadCache {
+                    bins: core::array::from_fn(|_| CacheBin {
+                        head: Cell::new(0),
+                        count: AtomicUsize::new(0),
+                        absorbed: AtomicU64::new(0),
+                        flushed: AtomicU64::new(0),
+                        cap: AtomicUsize::new(0),
+                    }),
+                    absorbed_at_fill: core::array::from_fn(|_| Cell::new(0)),
+                    cap_bytes: Cell::new(0),
+                    owner: Cell::new(0),
+                    next: Cell::new(ptr::null_mut()),
+                })
+            };
+        }
+        s.caches.with(|l| {
+            // SAFETY: `c` is ours (spare, emptied when it was retired, or fresh).
+            unsafe {
+                (*c).reset_caps(&s.caches);
+                (*c).owner.set(owner);
+                (*c).next.set(l.live);
+            }
+            l.live = c;
+        });
+        c as usize
+    }
+
+    /// Takes an empty cache off the live list and makes it spare.
+    pub(in crate::heap) fn retire_cache(s: &Shared<C>, c: *mut ThreadCache) {
+        s.caches.with(|l| {
+            // SAFETY: list nodes are caches of this heap, linked under the pool lock.
+            unsafe {
+                let mut link: *mut *mut ThreadCache = &mut l.live;
+                while !(*link).is_null() {
+                    if *link == c {
+                        *link = (*c).next.get();
+                        break;
+                    }
+                    link = (**link).next.as_ptr();
+                }
+                (*c).next.set(l.spare);
+            }
+            l.spare = c;
+        });
+    }
+
+    /// The fast path of `allocate`: a region popped from the calling thread's cache, or `None`
+    /// for anything but a small request of a cached class whose stack holds a region, in a
+    /// heap without debug options, from a thread whose cache is in its memo (`allocate_slow`
+    /// then does everything, fills included). No lock, no atomic read-modify-write, no call.
+    #[inline(always)]
+    pub(in crate::heap) fn alloc_from_cache(
+        &self,
+        size: usize,
+        align: usize,
+        zero: bool,
+    ) -> Option<*mut u8> {
+        let s = self.shared_if_init()?;
+        // No `cache_on` test: a thread's memo holds a cache only in a heap whose cache is on
+        // (only `alloc_cached` and `free_cached` bind one, and only there).
+        if !(align <= QUANTUM && size <= SMALL_MAX) {
+            return None;
+        }
+        if C::DEBUG.contains(DebugCaps::SAMPLE) && C::SAMPLE_PATH != SamplePath::SlowPath {
+            if let Some(p) = Self::sample_fast(s, size, align, zero) {
+                return Some(p);
+            }
+        }
+        let idx = small_index(size);
+        let v = thread::front_cache(s.pool.heap_id())?;
+        // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
+        let c = unsafe { &*(v as *const ThreadCache) };
+        // SAFETY: our own cache. A class that is not cached has an empty stack.
+        let p = unsafe { c.pop(idx) };
+        if p == 0 {
+            return None;
+        }
+        if zero {
+            // SAFETY: a region of class `idx`, now the caller's.
+            unsafe { ptr::write_bytes(p as *mut u8, 0, bin(idx).size as usize) };
+        }
+        Some(p as *mut u8)
+    }
+
+    /// The class of `addr` if it is a region of this heap taken from its run and not in any
+    /// cache, validated without a lock as `free_cached` does (page map, page entry, region
+    /// boundary, bitmap bit, cache mark); `None` for anything else, which the locked paths
+    /// then sort out (null, errors, large and huge allocations).
+    ///
+    /// `check`: the heap's `Options::tcache_check` as the caller knows it, or `None` to read
+    /// it from the heap.
+    #[inline(always)]
+    pub(in crate::heap) fn taken_region(
+        s: &Shared<C>,
+        addr: usize,
+        check: Option<TcacheCheck>,
+    ) -> Option<usize> {
+        let Owner::Chunk(chunk) = s.map.lookup(addr) else {
+            return None;
+        };
+        let chunk = chunk as *mut ChunkHeader;
+        let page = ChunkHeader::page_index(addr);
+        // SAFETY: a live chunk of ours; as in `free_cached`, the entry of a page of a live
+        // run does not change while one of its regions is taken. (Header pages have entries
+        // too, of kind `META`, which the kind check refuses.)
+        let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
+        // Unmasked: `idx < NBINS` below refuses a bin field with bits set above it as well.
+        let idx = e.bin_unmasked();
+        let light = match check {
+            Some(c) => {
+                debug_assert!(c == TcacheCheck::Full || s.caches.light);
+                c == TcacheCheck::Light
+            }
+            None => s.caches.light,
+        };
+        if light {
+            // `tcache_check:light`: no boundary, no bitmap. Aligned, so that the mark's word
+            // is inside the page (and most interior pointers still go to the locked path).
+            // SAFETY: a 16-aligned address in a page of a live small run: two words mapped.
+            let taken = e.kind() == SMALL
+                && idx < NBINS
+                && addr % QUANTUM == 0
+                && !unsafe { s.caches.marked(addr) };
+            return taken.then_some(idx);
+        }
+        let r = SmallRegion::locate(chunk, page, e, addr)?.ok()?;
+        // SAFETY: as in `free_cached`: the entry names a live run holding `addr`'s page; the
+        // mark is read from a taken region.
+        let free = unsafe { r.is_free() || s.caches.marked(addr) };
+        (!free).then_some(r.idx)
+    }
+
+    /// The calling thread's cache if it is in the thread's memo (the fast paths' way in).
+    #[inline(always)]
+    pub(in crate::heap) fn memo_cache(s: &Shared<C>) -> Option<&ThreadCache> {
+        let v = thread::front_cache(s.pool.heap_id())?;
+        // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
+        Some(unsafe { &*(v as *const ThreadCache) })
+    }
+
+    /// The fast path of `free`: whether `addr` was pushed on the calling thread's cache. False
+    /// for anything but a taken region of a cached class (`taken_region`) whose stack has
+    /// room, in a heap without debug options, from a thread whose cache is in its memo:
+    /// `free_slow` then does everything (flushes, errors, null).
+    ///
+    /// # Safety
+    /// As for `Heap::try_free`.
+    #[inline(always)]
+    pub(in crate::heap) unsafe fn free_to_cache(
+        &self,
+        addr: usize,
+        check: Option<TcacheCheck>,
+    ) -> bool {
+        // No `cache_on` test: as in `alloc_from_cache`, the memo check below covers it.
+        let Some(s) = self.shared_if_init() else {
+            return false;
+        };
+        let Some(idx) = Self::taken_region(s, addr, check) else {
+            return false;
+        };
+        let Some(c) = Self::memo_cache(s) else {
+            return false;
+        };
+        if !c.has_room(idx) {
+            return false;
+        }
+        // SAFETY: a taken region, not in any cache, that per the contract nothing uses; our
+        // own cache, whose class has room.
+        unsafe { c.push(&s.caches, idx, addr) };
+        true
+    }
+
+    /// The fast path of `reallocate`: a small region resized within its class (the same
+    /// pointer) or moved to another small class through the calling thread's cache (a region
+    /// popped, the bytes copied, the old region pushed: no lock). `None` for anything else,
+    /// including an empty or full stack and every heap with a debug option (no cache): the
+    /// slow path then does everything.
+    ///
+    /// # Safety
+    /// As for `Heap::reallocate`, with `addr` not null.
+    #[inline(always)]
+    pub(in crate::heap) unsafe fn realloc_in_cache(
+        &self,
+        addr: usize,
+        size: usize,
+        align: usize,
+        copy_limit: usize,
+        check: Option<TcacheCheck>,
+    ) -> Option<*mut u8> {
+        // No `cache_on` test: as in `alloc_from_cache`, the memo check below covers it.
+        let s = self.shared_if_init()?;
+        if !(align <= QUANTUM && size <= SMALL_MAX) {
+            return None;
+        }
+        let old = Self::taken_region(s, addr, check)?;
+        // Before the same-class answer: a heap with a debug option never caches (so no memo
+        // holds a cache), and its regions carry what this path does not move (a canary after
+        // the requested bytes): the slow path resizes them.
+        let c = Self::memo_cache(s)?;
+        let new = small_index(size);
+        if new == old {
+            return Some(addr as *mut u8);
+        }
+        if !c.has_room(old) {
+            return None;
+        }
+        // SAFETY: our own cache. A class that is not cached has an empty stack.
+        let p = unsafe { c.pop(new) };
+        if p == 0 {
+            return None;
+        }
+        let n = (bin(old).size as usize).min(size).min(copy_limit);
+        if n > SHORT_COPY {
+            // Out of line and last: the call to `memcpy` (and the registers it makes this
+            // path save) stays off the moves of short blocks, the common ones.
+            // SAFETY: as below.
+            return Some(unsafe { Self::move_long(&s.caches, c, old, addr, p, n) });
+        }
+        // SAFETY: two distinct regions of at least `n` bytes, the new one ours, the old one
+        // taken (checked above) and per the contract no longer used; it is pushed after the
+        // copy, on a class with room.
+        unsafe {
+            copy_short(addr, p, n);
+            c.push(&s.caches, old, addr);
+        }
+        Some(p as *mut u8)
+    }
+
+    /// The end of `realloc_in_cache` for a block of more than `SHORT_COPY` bytes: copies `n`
+    /// bytes from `addr` to `p` and pushes `addr` on class `old`; returns `p`.
+    ///
+    /// # Safety
+    /// As at its call: `p` and `addr` are distinct small regions of at least `n` bytes, `p`
+    /// popped from the calling thread's cache `c`, `addr` taken, of class `old`, no longer
+    /// used, and the class has room.
+    #[inline(never)]
+    pub(in crate::heap) unsafe fn move_long(
+        pool: &CachePool,
+        c: &ThreadCache,
+        old: usize,
+        addr: usize,
+        p: usize,
+        n: usize,
+    ) -> *mut u8 {
+        // SAFETY: per the contract.
+        unsafe {
+            ptr::copy_nonoverlapping(addr as *const u8, p as *mut u8, n);
+            c.push(pool, old, addr);
+        }
+        p as *mut u8
+    }
+
+    /// Pushes `addr`, a taken region of class `idx` that its caller just validated (and
+    /// frees), on the calling thread's cache; false (nothing done) when `free_to_cache` would
+    /// not take it for other reasons than validation.
+    ///
+    /// # Safety
+    /// `addr` is a taken region of class `idx` of this heap, not in any cache, that nothing
+    /// uses any more.
+    #[inline(always)]
+    pub(in crate::heap) unsafe fn push_taken(
+        &self,
+        s: &Shared<C>,
+        addr: usize,
+        idx: usize,
+    ) -> bool {
+        if !s.cache_on {
+            return false;
+        }
+        let Some(v) = thread::front_cache(s.pool.heap_id()) else {
+            return false;
+        };
+        // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
+        let c = unsafe { &*(v as *const ThreadCache) };
+        if !c.has_room(idx) {
+            return false;
+        }
+        // SAFETY: per the contract the region is ours to push; the class has room.
+        unsafe { c.push(&s.caches, idx, addr) };
+        true
+    }
+
+    /// `malloc` of small class `idx` through the calling thread's cache; `None` when the class
+    /// is not cached or the thread has no cache (the caller then asks an arena).
+    #[inline(always)]
+    pub(in crate::heap) fn alloc_cached(
+        &self,
+        s: &Shared<C>,
+        idx: usize,
+        size: usize,
+        zero: bool,
+    ) -> Option<*mut u8> {
+        if s.caches.base(idx) == 0 {
+            return None;
+        }
+        let c = Self::thread_cache(s)?;
+        // SAFETY: our own cache.
+        let mut p = unsafe { c.pop(idx) };
+        if p == 0 {
+            p = self.fill(s, c, idx, size);
+            if p == 0 {
+                return Some(ptr::null_mut());
+            }
+        }
+        if zero {
+            // SAFETY: a region of class `idx`, now the caller's.
+            unsafe { ptr::write_bytes(p as *mut u8, 0, bin(idx).size as usize) };
+        }
+        Some(p as *mut u8)
+    }
+
+    /// Takes a batch of class `idx` from an arena into the (empty) stack under one lock, and
+    /// returns one of them, popped (0 if the OS refused memory).
+    #[inline(never)]
+    pub(in crate::heap) fn fill(
+        &self,
+        s: &Shared<C>,
+        c: &ThreadCache,
+        idx: usize,
+        size: usize,
+    ) -> usize {
+        let Some(a) = self.choose_arena(s, size) else {
+            return 0;
+        };
+        let n = c.moves(&s.caches, idx);
+        let mut taken = [0usize; MAX_BATCH];
+        let taken = &mut taken[..n];
+        let got = a.with(|inner| inner.alloc_small_batch(idx, taken, a, a.index(), &s.map));
+        if got == 0 {
+            return 0;
+        }
+        // Lowest address on top: the order the arena handed them out in. The stack is empty,
+        // so the chain is built in place and its count set once.
+        let b = &c.bins[idx];
+        let mut head = 0;
+        for &p in taken[1..got].iter().rev() {
+            // SAFETY: regions just taken from their run, ours to write (two words at least).
+            unsafe {
+                (p as *mut usize).write(head);
+                (p as *mut usize).add(1).write(s.caches.mark(p));
+            }
+            head = p;
+        }
+        b.head.set(head);
+        b.count.store(b.count.load(Relaxed) + (got - 1), Relaxed);
+        // A stack that ran empty with no free of its class since its last fill takes more next
+        // time: the class grows as one that overflows does, within the same bounds. So a
+        // thread that only allocates a class, fed by another that frees it, fills in batches
+        // of up to `MAX_BATCH`, not of its starting one; a thread that frees the class too
+        // (its stack refilled by its own frees) keeps its batch.
+        let absorbed = b.absorbed.load(Relaxed);
+        if c.absorbed_at_fill[idx].replace(absorbed) == absorbed {
+            // SAFETY: our own cache.
+            unsafe { c.grow(&s.caches, idx) };
+        }
+        taken[0]
+    }
+
+    /// `free` of `addr` in chunk `chunk`, page `page`, through the calling thread's cache;
+    /// `None` when it is not a cached class's region or the thread has no cache (the caller
+    /// then frees it under the arena lock, which also validates it).
+    ///
+    /// # Safety
+    /// `chunk` is a live chunk of this heap (from the page map), `page` the page of `addr` in
+    /// it and not a header page.
+    #[inline(always)]
+    pub(in crate::heap) unsafe fn free_cached(
+        &self,
+        s: &Shared<C>,
+        chunk: *mut ChunkHeader,
+        page: usize,
+        addr: usize,
+    ) -> Option<Result<(), FreeError>> {
+        // Without the lock: the entry of a page of a live run does not change while one of its
+        // regions is taken, which is what a valid `addr` is; anything else is refused below or
+        // by the locked path.
+        // SAFETY: per the contract.
+        let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
+        if !SmallRegion::names_a_run(e, page) {
+            return None;
+        }
+        let idx = e.bin_unmasked();
+        if s.caches.base(idx) == 0 {
+            return None;
+        }
+        let c = Self::thread_cache(s)?;
+        let r = match SmallRegion::at(chunk, page, e, idx, addr) {
+            Ok(r) => r,
+            Err(err) => return Some(Err(err)),
+        };
+        // SAFETY: the entry names a live run holding `addr`'s page; the mark is read from a
+        // region taken from its run (bit clear).
+        unsafe {
+            if r.is_free() {
+                // Back in its run: the locked path says whether it was freed or never
+                // allocated.
+                return None;
+            }
+            if s.caches.marked(addr) {
+                // In a cache: freed already.
+                return Some(Err(FreeError::Freed));
+            }
+            if !c.has_room(idx) && !c.grow(&s.caches, idx) {
+                Self::flush(c, idx, c.moves(&s.caches, idx));
+            }
+            c.push(&s.caches, idx, addr);
+        }
+        Some(Ok(()))
+    }
+
+    /// Gives the top `n` regions of class `idx` back to their arenas, each arena locked once.
+    ///
+    /// # Safety
+    /// The caller is the cache's thread (or the only one touching it).
+    #[inline(never)]
+    pub(in crate::heap) unsafe fn flush(c: &ThreadCache, idx: usize, n: usize) {
+        let mut regions = [0usize; MAX_BATCH];
+        let b = &c.bins[idx];
+        let mut p = b.head.get();
+        let mut k = 0;
+        while p != 0 && k < n.min(MAX_BATCH) {
+            regions[k] = p;
+            k += 1;
+            // SAFETY: per the contract, the stack's regions are ours; each leaves it unmarked.
+            unsafe {
+                (p as *mut usize).add(1).write(0);
+                p = (p as *const usize).read();
+            }
+        }
+        b.head.set(p);
+        // Saturating: in a forked child, a cache whose thread was between moving its stack's
+        // head and storing its count holds one region more than its count says (`fork_child`).
+        b.count
+            .store(b.count.load(Relaxed).saturating_sub(k), Relaxed);
+        // alloclab_seeded: the lost flush (the batch's last region never reaches its run).
+        #[cfg(alloclab_seeded)]
+        if k > 0 && crate::platform::seeded::active(crate::platform::seeded::Bug::LostFlush) {
+            k -= 1;
+        }
+        let flushed = &c.bins[idx].flushed;
+        flushed.store(flushed.load(Relaxed) + k as u64, Relaxed);
+        let regions = &mut regions[..k];
+        let Some(&first) = regions.first() else {
+            return;
+        };
+        let arena = arena_of::<C>(first);
+        if regions.iter().all(|&r| arena_of::<C>(r) == arena) {
+            // The common case: every region is of one arena.
+            // SAFETY: the chunk of a cached region is live; its arena field is fixed.
+            let a = unsafe { &*arena };
+            a.with(|inner| {
+                for &r in regions.iter() {
+                    // SAFETY: a region of a live run of this arena, under its lock.
+                    unsafe { give_back(inner, r) };
+                }
+            });
+            return;
+        }
+        let mut done = 0;
+        while done < regions.len() {
+            let arena = arena_of::<C>(regions[done]);
+            // SAFETY: the chunk of a cached region is live; its arena field is fixed.
+            let a = unsafe { &*arena };
+            a.with(|inner| {
+                for r in regions[done..].iter_mut() {
+                    if *r != 0 && arena_of::<C>(*r) == arena {
+                        // SAFETY: a region of a live run of this arena, under its lock.
+                        unsafe { give_back(inner, *r) };
+                        *r = 0;
+                    }
+                }
+            });
+            while done < regions.len() && regions[done] == 0 {
+                done += 1;
+            }
+        }
+    }
+
+    /// Empties cache `c` into the arenas.
+    ///
+    /// # Safety
+    /// As for `flush`.
+    pub(in crate::heap) unsafe fn flush_all(c: &ThreadCache) {
+        for (idx, b) in c.bins.iter().enumerate() {
+            while b.head.get() != 0 {
+                // SAFETY: forwarded contract.
+                unsafe { Self::flush(c, idx, MAX_BATCH) };
+            }
+            // The stack was walked to its end, so its count is 0, whatever it said: in a
+            // forked child, an orphan's thread may have been between storing its stack's head
+            // and its count (`fork_child`).
+            b.count.store(0, Relaxed);
+        }
+    }
+}
