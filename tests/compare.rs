@@ -754,6 +754,135 @@ fn a_shard_killed_with_its_process_tree_resumes_with_exit_0_and_merges() {
     }
 }
 
+/// The smallest programs grid: the start-up program (100 processes per measurement, a few
+/// tenths of a second) under glibc, one cell, a warm-up and `reps` rounds.
+fn programs_grid(reps: &str) -> Vec<String> {
+    [
+        "--programs",
+        "--workloads",
+        "startup",
+        "--subjects",
+        "system",
+        "--reps",
+        reps,
+        "--no-progress",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// A `compare --programs` run SIGKILLed mid-run keeps what it measured: `--resume` measures
+/// only the rest, no measurement twice, into the grid an uninterrupted run of the seed
+/// measures; a resume as a run of the built-in workloads is refused, saying why.
+#[test]
+fn a_killed_programs_run_resumes_with_every_measurement_once() {
+    let grid = [&programs_grid("4")[..], &["--seed".into(), "9".into()]].concat();
+    let (dir, whole) = (scratch("programs-killed"), scratch("programs-whole"));
+    let args = compare_args(&dir, &grid, &[]);
+    let journal = dir.join(alloclab::measure::journal::FILE_NAME);
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_alloclab"))
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_records(&journal, 1, &mut child);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!dir.join("results.json").exists(), "killed mid-run");
+    let before = alloclab::measure::journal::read(&journal).unwrap().unwrap();
+    assert!(
+        before.header.plan.runs_programs(),
+        "{:?}",
+        before.header.plan
+    );
+    assert!(!before.measurements.is_empty());
+    let journal_text = std::fs::read(&journal).unwrap();
+
+    let r = run(&args);
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("unfinished run") && err.contains("--resume"),
+        "{err}"
+    );
+    let r = run(&compare_args(&dir, &small_grid("4"), &["--resume"]));
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("is of a run of installed programs")
+            && err.contains("this command is a run of the built-in workloads"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&journal).unwrap(), journal_text, "untouched");
+
+    let out = run_ok(&[&args[..], &["--resume".to_string()]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("resuming"), "{err}");
+    assert!(!journal.exists(), "results.json holds everything now");
+    let resumed = Results::read(&dir.join("results.json")).unwrap();
+    assert_eq!(resumed.measurements.len(), 5, "a warm-up and four rounds");
+    assert_eq!(keys(&resumed).len(), 5, "no measurement twice");
+    for m in &before.measurements {
+        assert!(
+            resumed.measurements.contains(m),
+            "kept as measured before the kill, not measured again: {m:?}"
+        );
+    }
+    run_ok(&compare_args(&whole, &grid, &[]));
+    let uninterrupted = Results::read(&whole.join("results.json")).unwrap();
+    assert_eq!(keys(&resumed), keys(&uninterrupted), "the same grid");
+    for d in [dir, whole] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// `compare --programs --shard 1/2` and `2/2`, without a seed, share the seed derived from the
+/// plan and merge into the grid of an unsharded run of that seed.
+#[test]
+fn programs_shards_merge_into_the_unsharded_grid() {
+    let grid = programs_grid("3");
+    let dirs: Vec<PathBuf> = (1..=2)
+        .map(|i| scratch(&format!("programs-shard{i}")))
+        .collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        let out = run_ok(&compare_args(
+            dir,
+            &grid,
+            &["--shard", &format!("{}/2", i + 1)],
+        ));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("derived from the plan"), "{err}");
+    }
+    let parts: Vec<Results> = dirs
+        .iter()
+        .map(|d| Results::read(&d.join("results.json")).unwrap())
+        .collect();
+    assert_eq!(parts[0].plan.seed, parts[1].plan.seed, "one seed");
+    assert_eq!(parts[0].measurements.len(), 2, "half of four rounds");
+    let merged = scratch("programs-merged");
+    run_ok(&[
+        "merge".to_string(),
+        path(&dirs[1]),
+        path(&dirs[0]),
+        "--out".into(),
+        path(&merged),
+    ]);
+    let rm = Results::read(&merged.join("results.json")).unwrap();
+    assert_eq!(rm.plan.shards, ["1/2", "2/2"]);
+    assert_eq!(keys(&rm).len(), 4, "every round once");
+
+    let whole = scratch("programs-unsharded");
+    let seed = parts[0].plan.seed.to_string();
+    run_ok(&compare_args(&whole, &grid, &["--seed", &seed]));
+    let rw = Results::read(&whole.join("results.json")).unwrap();
+    assert_eq!(keys(&rm), keys(&rw), "merged shards = the unsharded grid");
+    for d in dirs.iter().chain([&merged, &whole]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 /// Issue 41, item 3: measurements taken beside a CPU hog (spinning on every CPU) are disturbed,
 /// measured again as often as asked, kept flagged, and counted in the report's first line.
 #[test]

@@ -13,7 +13,10 @@
 //! - `stats`: medians, bootstrap intervals, rank tests, multiple-comparison correction,
 //!   minimum detectable effects, pilot advice;
 //! - `analysis`: per workload, thread count and metric, every subject against the baseline;
-//! - `runner`: one child process per measurement, shuffled rounds, shards;
+//! - `grid`: the one grid runner: shuffled rounds, shards, journal, progress and failures,
+//!   for both kinds of run below;
+//! - `runner`: the built-in workloads' grid, one measuring child process per measurement;
+//! - `programs`: installed programs under `LD_PRELOAD` (`compare --programs`) as a grid;
 //! - `disturbance`: what other processes took of the machine during each measurement;
 //! - `progress`: a bar on a terminal, one line per finished measurement otherwise;
 //! - `journal`, `resume`: each measurement on disk as it finishes, and a killed run continued;
@@ -34,6 +37,7 @@ pub mod disturbance;
 pub mod durable;
 pub mod env;
 pub mod fnv;
+pub mod grid;
 pub mod journal;
 pub mod live;
 pub mod memory;

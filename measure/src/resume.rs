@@ -214,6 +214,23 @@ pub fn open(
 
 /// Refuses to continue `recorded` (read from `path`) as `current` unless plan and build agree.
 fn check(path: &Path, recorded: &Header, current: &Header) -> Result<(), String> {
+    // Said apart from the plan's fields: every one of them would differ, burying the reason.
+    let kind = |h: &Header| {
+        if h.plan.runs_programs() {
+            "of installed programs (`compare --programs`)"
+        } else {
+            "of the built-in workloads"
+        }
+    };
+    if kind(recorded) != kind(current) {
+        return Err(format!(
+            "{} is of a run {}, and this command is a run {}: its measurements cannot be \
+             resumed (run the command it was started with, or give another --out)",
+            path.display(),
+            kind(recorded),
+            kind(current)
+        ));
+    }
     let fields = |h: &Header| {
         let mut f = campaign::build_fields(h.schema_version, &h.environment);
         f.extend(campaign::plan_fields(&h.plan));
@@ -309,6 +326,27 @@ mod tests {
             "shards: recorded = [], this command = [2/3]",
         ] {
             assert!(err.contains(line), "{line}: {err}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_journal_of_the_other_kind_of_run_is_refused_as_such() {
+        let dir = scratch("kind");
+        let workloads = header();
+        let mut programs = header();
+        programs.plan.workloads = vec!["program:startup".into()];
+        let resume = Mode::Resume {
+            keep_recorded_seed: false,
+        };
+        for (first, then, said) in [
+            (&workloads, &programs, "of the built-in workloads, and this command is a run of installed programs"),
+            (&programs, &workloads, "of installed programs (`compare --programs`), and this command is a run of the built-in"),
+        ] {
+            let _ = std::fs::remove_dir_all(&dir);
+            drop(open_quietly(&dir, first.clone(), Mode::Fresh).unwrap());
+            let err = open_quietly(&dir, then.clone(), resume).unwrap_err();
+            assert!(err.contains(said) && err.contains("cannot be resumed"), "{err}");
         }
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -158,7 +158,17 @@ impl Plan {
     pub fn probe(&self) -> bool {
         self.metrics.iter().any(|m| is_probe_metric(m))
     }
+
+    /// Whether this is a plan of installed programs under `LD_PRELOAD` (`compare --programs`)
+    /// rather than of the built-in workloads: its workloads are named [`PROGRAM_PREFIX`]`NAME`,
+    /// which no built-in workload is.
+    pub fn runs_programs(&self) -> bool {
+        self.workloads.iter().any(|w| w.starts_with(PROGRAM_PREFIX))
+    }
 }
+
+/// What the workloads of `compare --programs` are named with: `program:python3`.
+pub const PROGRAM_PREFIX: &str = "program:";
 
 /// Whether `name` is one of the probe's metrics (time inside the allocator): asking for one
 /// puts the probe in front of every subject.

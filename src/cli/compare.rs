@@ -116,11 +116,13 @@ pub struct CompareArgs {
     /// The confidence interval's target half-width in pilot mode, relative to the median.
     #[arg(long, default_value_t = 0.02)]
     pub pilot_target: f64,
-    /// Run a deterministic slice i/n of the schedule (combine the parts with `alloclab merge`).
+    /// Run a deterministic slice i/n of the schedule (combine the parts with `alloclab merge`);
+    /// with --programs too.
     #[arg(long)]
     pub shard: Option<Shard>,
     /// Continue the run interrupted in --out: keep what its journal (or results.json) holds
-    /// and measure only what is missing (the same options; the seed is the recorded one).
+    /// and measure only what is missing (the same options; the seed is the recorded one); with
+    /// --programs too.
     #[arg(long, conflicts_with = "pilot")]
     pub resume: bool,
     /// Measure installed programs (python3, lua5.4, sqlite3, perl) and a start-up program
@@ -334,13 +336,6 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
             "--preload names a library to preload into programs: it needs --programs",
         );
     }
-    if (args.shard.is_some() || args.resume) && args.programs {
-        return fail(
-            "compare",
-            "--shard and --resume slice and continue the built-in workloads' schedule; \
-             --programs runs whole",
-        );
-    }
     if args.syscalls && args.programs {
         return fail(
             "compare",
@@ -361,16 +356,8 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
     };
     let entries = &entries[..];
     if args.programs {
-        return match programs::run_programs(
-            entries,
-            &args.preload_conf,
-            &args.preload,
-            args_to_programs(args),
-        ) {
-            Ok(results) => match write_outputs(&results, &args.out, args.latex) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail("compare", e),
-            },
+        return match compare_programs(entries, args) {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail("compare", e),
         };
     }
@@ -385,30 +372,12 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
         eprintln!("alloclab compare: {warning}");
     }
     let environment = env::capture(std::env::args().collect(), peers::versions());
-    let mode = if args.resume {
-        Mode::Resume {
-            keep_recorded_seed: args.seed.is_none(),
-        }
-    } else {
-        Mode::Fresh
-    };
     let header = Header::new(environment.clone(), runner::plan(&opts));
-    let waiting = |m: &str| eprintln!("alloclab compare: {m}");
-    let mut opened = match resume::open(&args.out, header, mode, waiting) {
+    let mut opened = match open_journal(args, header) {
         Ok(o) => o,
         Err(e) => return fail("compare", e),
     };
-    for note in &opened.notes {
-        eprintln!("alloclab compare: {note}");
-    }
     opts.plan.seed = opened.journal.header().plan.seed;
-    if args.seed.is_none() && args.shard.is_some() {
-        eprintln!(
-            "alloclab compare: seed {} (derived from the plan: every shard of these options \
-             has it)",
-            opts.plan.seed
-        );
-    }
     let run = match runner::run(&opts, &workloads, environment, Some(&mut opened.journal)) {
         Ok(r) => r,
         Err(e) => return fail("compare", e),
@@ -438,6 +407,54 @@ pub fn compare(entries: &[SubjectEntry], args: &CompareArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The journal of a run of `header` in `--out`: continued with `--resume`, else started
+/// (`resume::open`); what was found is said on standard error, and so is a seed derived for
+/// shards.
+fn open_journal(args: &CompareArgs, header: Header) -> Result<resume::Opened, String> {
+    let mode = if args.resume {
+        Mode::Resume {
+            keep_recorded_seed: args.seed.is_none(),
+        }
+    } else {
+        Mode::Fresh
+    };
+    let waiting = |m: &str| eprintln!("alloclab compare: {m}");
+    let opened = resume::open(&args.out, header, mode, waiting)?;
+    for note in &opened.notes {
+        eprintln!("alloclab compare: {note}");
+    }
+    if args.seed.is_none() && args.shard.is_some() {
+        eprintln!(
+            "alloclab compare: seed {} (derived from the plan: every shard of these options \
+             has it)",
+            opened.journal.header().plan.seed
+        );
+    }
+    Ok(opened)
+}
+
+/// `compare --programs`: the programs grid, journaled in `--out` as the built-in workloads'.
+/// Failed measurements are listed in the report, not in the exit status.
+fn compare_programs(entries: &[SubjectEntry], args: &CompareArgs) -> Result<(), String> {
+    let mut grid = programs::ProgramGrid::found(
+        entries,
+        &args.preload_conf,
+        &args.preload,
+        args_to_programs(args),
+    )?;
+    if args.seed.is_none() && args.shard.is_some() {
+        // Each shard's clock would give it its own schedule, and merge would refuse them.
+        grid.set_seed(campaign::derived_seed(&grid.plan()));
+    }
+    // Read before the first program runs: the load before the run is part of it.
+    let environment = env::capture(std::env::args().collect(), vec![]);
+    let mut opened = open_journal(args, Header::new(environment.clone(), grid.plan()))?;
+    grid.set_seed(opened.journal.header().plan.seed);
+    let results = grid.run(environment, Some(&mut opened.journal))?;
+    write_outputs(&results, &args.out, args.latex)?;
+    opened.journal.finish()
+}
+
 fn args_to_programs(args: &CompareArgs) -> programs::ProgramOptions {
     programs::ProgramOptions {
         reps: args.reps.unwrap_or(if args.quick { 2 } else { 5 }),
@@ -449,6 +466,7 @@ fn args_to_programs(args: &CompareArgs) -> programs::ProgramOptions {
         workloads: args.workloads.clone(),
         metrics: args.metrics.clone(),
         margins: args.margin.clone(),
+        shard: args.shard,
     }
 }
 

@@ -493,9 +493,10 @@ fn program_study(
         workloads: None,
         metrics: probe_metrics(study),
         margins: Vec::new(),
+        shard: None,
     };
     let ran = make(&scratch)
-        .and_then(|(programs, preloads)| programs::run_with(&programs, preloads, opts));
+        .and_then(|(programs, preloads)| programs::run_with(programs, preloads, opts));
     let _ = std::fs::remove_dir_all(&scratch);
     let results = ran?;
     publish(study, &results, out, args.latex, study.metrics)
