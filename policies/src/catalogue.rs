@@ -1,10 +1,9 @@
 //! The `catalogue!` macro: what one declaration of the selectable policies and of the named
 //! configurations (in `configs.rs`) expands to.
 //!
-//! Names used to be listed three times (the config types here, the option tables of
-//! liballoclab.so, and the match that turns its option values into types); a name added to one
-//! list and forgotten in another was accepted but not built, or built but not accepted. From
-//! the one declaration this writes:
+//! Everything that names a policy or a config comes from that one declaration, so a name
+//! cannot be accepted by liballoclab.so's `ALLOCLAB_CONF` without being built, nor built
+//! without being listed by its `help`. It writes:
 //!
 //! - the `Reuse` and `Arenas` enums, their `(name, value)` tables (`REUSE`, `ARENAS`) and
 //!   their names joined by `|` (`REUSE_CHOICES`, `ARENAS_CHOICES`);
