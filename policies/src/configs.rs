@@ -12,54 +12,83 @@
 //! `Checked<R, A, F>` is any combination (LIFO, thread-local arenas and no cache unless told)
 //! with every debug check compiled in, each chosen at run time, as liballoclab.so builds its
 //! heaps; tests, studies and benchmarks of the checks use it.
+//!
+//! The same declaration that makes the named configs lists what can be chosen by name at run
+//! time (`Reuse`, `Arenas`, with their names) and generates `Policies::visit`, which turns
+//! such a choice into its types: liballoclab.so parses, lists and builds from it alone.
 
-use crate::{CurrentRun, NoCache, ThreadCache, ThreadLocal};
+use crate::{NoCache, ThreadLocal};
 use alloclab_core::{ArenaChoice, Config, DebugCaps, FrontEnd, RunReuse};
 use core::marker::PhantomData;
 
-/// Address-ordered non-full runs with a current run kept lowest; thread-local arenas.
-pub struct AddrOrdered;
-impl Config for AddrOrdered {
-    type Reuse = CurrentRun<crate::AddrOrdered>;
-    type Arenas = ThreadLocal;
-    type Front = NoCache;
-    const NAME: &'static str = "addr-ordered";
+// The one list of what can be chosen by name (`catalogue.rs` says what it expands to). A
+// name added here is accepted by `ALLOCLAB_CONF`, listed by its help and built by
+// liballoclab.so, with nothing else to edit.
+catalogue! {
+    reuse {
+        /// Lowest address first.
+        AddrOrdered = "addr-ordered" => crate::AddrOrdered,
+        /// Last non-full run first.
+        Lifo = "lifo" => crate::Lifo,
+        /// Most recently freed-into run first.
+        Mrf = "mrf" => crate::Mrf,
+    }
+    arenas {
+        /// One arena for every thread.
+        Single = "single" => crate::Single,
+        /// An arena per thread, returned to a pool when the thread exits.
+        Thread = "thread" => crate::ThreadLocal,
+        /// `narenas` arenas, threads assigned in turn.
+        RoundRobin = "round-robin" => crate::RoundRobin,
+        /// The arena of the current CPU.
+        PerCpu = "per-cpu" => crate::PerCpu,
+        /// `narenas` arenas, by a hash of the thread.
+        Hashed = "hashed" => crate::Hashed,
+    }
+    configs {
+        /// Address-ordered non-full runs with a current run kept lowest; thread-local arenas.
+        AddrOrdered = "addr-ordered":
+            reuse AddrOrdered, current_run true, arenas Thread, tcache false;
+        /// LIFO non-full runs; thread-local arenas.
+        Lifo = "lifo": reuse Lifo, current_run false, arenas Thread, tcache false;
+        /// Strict most-recently-freed non-full runs; thread-local arenas.
+        Mrf = "mrf": reuse Mrf, current_run false, arenas Thread, tcache false;
+        /// Most-recently-freed non-full runs with a current run; thread-local arenas.
+        MrfCurrent = "mrf-current": reuse Mrf, current_run true, arenas Thread, tcache false;
+        /// LIFO non-full runs; thread-local arenas; a thread cache in front.
+        LifoTcache = "lifo-tcache": reuse Lifo, current_run false, arenas Thread, tcache true;
+    }
 }
 
-/// LIFO non-full runs; thread-local arenas.
-pub struct Lifo;
-impl Config for Lifo {
-    type Reuse = crate::Lifo;
-    type Arenas = ThreadLocal;
-    type Front = NoCache;
-    const NAME: &'static str = "lifo";
+/// A combination of policies as values: what a named config is made of, and what a run-time
+/// choice (`ALLOCLAB_CONF`) picks. `visit` reaches its types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policies {
+    /// Run reuse.
+    pub reuse: Reuse,
+    /// Whether bins cache a current run in front of `reuse` (`CurrentRun`).
+    pub current_run: bool,
+    /// Arena choice.
+    pub arenas: Arenas,
+    /// Whether a per-thread cache sits in front of the arenas (`ThreadCache`).
+    pub tcache: bool,
 }
 
-/// Strict most-recently-freed non-full runs; thread-local arenas.
-pub struct Mrf;
-impl Config for Mrf {
-    type Reuse = crate::Mrf;
-    type Arenas = ThreadLocal;
-    type Front = NoCache;
-    const NAME: &'static str = "mrf";
+/// A named configuration as a value (an element of `NAMED`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Named {
+    /// Its name, as its type's `Config::NAME`.
+    pub name: &'static str,
+    /// Its policies.
+    pub policies: Policies,
 }
 
-/// Most-recently-freed non-full runs with a current run; thread-local arenas.
-pub struct MrfCurrent;
-impl Config for MrfCurrent {
-    type Reuse = CurrentRun<crate::Mrf>;
-    type Arenas = ThreadLocal;
-    type Front = NoCache;
-    const NAME: &'static str = "mrf-current";
-}
-
-/// LIFO non-full runs; thread-local arenas; a thread cache in front.
-pub struct LifoTcache;
-impl Config for LifoTcache {
-    type Reuse = crate::Lifo;
-    type Arenas = ThreadLocal;
-    type Front = ThreadCache;
-    const NAME: &'static str = "lifo-tcache";
+/// What to build from the types a `Policies` names: `Policies::visit` calls `visit` with them.
+pub trait Visit {
+    /// What `visit` returns.
+    type Output;
+    /// Called with run reuse `R`, arena choice `A` and front end `F`.
+    fn visit<R: RunReuse, A: ArenaChoice, F: FrontEnd>(self) -> Self::Output;
 }
 
 /// Any run-reuse policy `R` with any arena choice `A` and front end `F` (none by default).
@@ -81,27 +110,4 @@ impl<R: RunReuse, A: ArenaChoice, F: FrontEnd> Config for Checked<R, A, F> {
     type Front = F;
     const NAME: &'static str = "checked";
     const DEBUG: DebugCaps = DebugCaps::ALL;
-}
-
-/// The names of the named configurations, in report order.
-pub const NAMES: [&str; 5] = ["addr-ordered", "lifo", "mrf", "mrf-current", "lifo-tcache"];
-
-/// Calls `$f::<Config>($args...)` for each named configuration, in `NAMES` order; the results
-/// form an array.
-///
-/// ```
-/// fn name<C: alloclab_core::Config>() -> &'static str { C::NAME }
-/// assert_eq!(alloclab_policies::for_each_config!(name()), alloclab_policies::configs::NAMES);
-/// ```
-#[macro_export]
-macro_rules! for_each_config {
-    ($f:ident ( $($arg:expr),* $(,)? )) => {
-        [
-            $f::<$crate::configs::AddrOrdered>($($arg),*),
-            $f::<$crate::configs::Lifo>($($arg),*),
-            $f::<$crate::configs::Mrf>($($arg),*),
-            $f::<$crate::configs::MrfCurrent>($($arg),*),
-            $f::<$crate::configs::LifoTcache>($($arg),*),
-        ]
-    };
 }

@@ -19,7 +19,8 @@
 //! Front end (what sits in front of the arenas for small requests):
 //! [`NoCache`] (`no_cache.rs`), [`ThreadCache`] (`thread_cache.rs`), one file each.
 //!
-//! Named configurations combining them are in [`configs`].
+//! Named configurations combining them are in [`configs`], declared once with the names that
+//! choose among the policies at run time (`catalogue.rs` is what that declaration expands to).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -41,6 +42,8 @@ mod thread_local;
 mod no_cache;
 mod thread_cache;
 
+#[macro_use]
+mod catalogue;
 pub mod configs;
 
 pub use addr_ordered::{AddrOrdered, Treap, TreeLinks};

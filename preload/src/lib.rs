@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `line.rs` | one-line messages to stderr without allocating |
 //! | `env.rs` | finding `ALLOCLAB_CONF` without allocating, even before libc sets `environ` |
-//! | `select.rs` | the 30 monomorphized heaps and the table of operations of the chosen one |
+//! | `select.rs` | the monomorphized heaps of the catalogue's policies and the table of operations of the chosen one |
 //! | `options.rs` | the option table: keys, values, defaults, help, how each value applies |
 //! | `parse.rs` | `ALLOCLAB_CONF` parsing, bad-entry messages, `help` text |
 //! | `log_line.rs` | one line of the allocation log (logalloc's format), without allocating |

@@ -8,6 +8,10 @@
 use crate::select::{Arenas, Reuse, Selection};
 use alloclab_core::safety::CACHE_LINE;
 use alloclab_core::{Options, Poison, Purge, Safety, TcacheCheck, ZeroCheck, MAX_ARENAS};
+pub use alloclab_policies::configs::Named;
+use alloclab_policies::configs::{
+    ARENAS, ARENAS_CHOICES, CONFIG_CHOICES, NAMED, NAMES, REUSE, REUSE_CHOICES,
+};
 
 // ---- the configuration being built ------------------------------------------------------------
 
@@ -171,72 +175,33 @@ impl core::fmt::Debug for LogPath {
     }
 }
 
-/// A named configuration: what `config:<name>` sets.
-pub struct Named {
-    /// Its name (the same as in `alloclab_policies::configs::NAMES`).
-    pub name: &'static str,
-    /// Run reuse.
-    pub reuse: Reuse,
-    /// Current-run caching.
-    pub current_run: bool,
-    /// Arena strategy.
-    pub arenas: Arenas,
-    /// Thread cache in front of the arenas.
-    pub tcache: bool,
+/// Appends `|config` (the value that defers to the named config) to a catalogue's choices, at
+/// compile time: the option table is static and its text must not be built at start-up.
+macro_rules! or_config {
+    ($choices:expr) => {{
+        const CHOICES: &str = $choices;
+        const SUFFIX: &[u8] = b"|config";
+        const LEN: usize = CHOICES.len() + SUFFIX.len();
+        const BYTES: [u8; LEN] = {
+            let mut out = [0; LEN];
+            let head = CHOICES.as_bytes();
+            let mut i = 0;
+            while i < LEN {
+                out[i] = if i < head.len() {
+                    head[i]
+                } else {
+                    SUFFIX[i - head.len()]
+                };
+                i += 1;
+            }
+            out
+        };
+        match core::str::from_utf8(&BYTES) {
+            Ok(s) => s,
+            Err(_) => panic!("the catalogue's names are UTF-8"),
+        }
+    }};
 }
-
-/// The named configurations of `alloclab_policies::configs` (a test checks they agree).
-pub const NAMED: [Named; 5] = [
-    Named {
-        name: "addr-ordered",
-        reuse: Reuse::AddrOrdered,
-        current_run: true,
-        arenas: Arenas::Thread,
-        tcache: false,
-    },
-    Named {
-        name: "lifo",
-        reuse: Reuse::Lifo,
-        current_run: false,
-        arenas: Arenas::Thread,
-        tcache: false,
-    },
-    Named {
-        name: "mrf",
-        reuse: Reuse::Mrf,
-        current_run: false,
-        arenas: Arenas::Thread,
-        tcache: false,
-    },
-    Named {
-        name: "mrf-current",
-        reuse: Reuse::Mrf,
-        current_run: true,
-        arenas: Arenas::Thread,
-        tcache: false,
-    },
-    Named {
-        name: "lifo-tcache",
-        reuse: Reuse::Lifo,
-        current_run: false,
-        arenas: Arenas::Thread,
-        tcache: true,
-    },
-];
-
-const REUSE: [(&str, Reuse); 3] = [
-    ("addr-ordered", Reuse::AddrOrdered),
-    ("lifo", Reuse::Lifo),
-    ("mrf", Reuse::Mrf),
-];
-
-const ARENAS: [(&str, Arenas); 5] = [
-    ("single", Arenas::Single),
-    ("thread", Arenas::Thread),
-    ("round-robin", Arenas::RoundRobin),
-    ("per-cpu", Arenas::PerCpu),
-    ("hashed", Arenas::Hashed),
-];
 
 /// The value that means "as the named config says".
 const FROM_CONFIG: &[u8] = b"config";
@@ -312,7 +277,7 @@ impl Conf {
 
     /// The heap to build: the named config, overridden by explicit entries.
     pub fn selection(&self) -> Selection {
-        let n = self.named();
+        let n = self.named().policies;
         Selection {
             reuse: self.reuse.unwrap_or(n.reuse),
             current_run: self.current_run.unwrap_or(n.current_run),
@@ -374,16 +339,8 @@ impl Conf {
 
     /// The name of the named configuration the selection is exactly, if any.
     pub fn exact_name(&self) -> Option<&'static str> {
-        let s = self.selection();
-        NAMED
-            .iter()
-            .find(|n| {
-                n.reuse == s.reuse
-                    && n.current_run == s.current_run
-                    && n.arenas == s.arenas
-                    && n.tcache == s.tcache
-            })
-            .map(|n| n.name)
+        let s = self.selection().policies();
+        NAMED.iter().find(|n| n.policies == s).map(|n| n.name)
     }
 }
 
@@ -410,17 +367,17 @@ pub struct Opt {
 pub static OPTIONS: [Opt; 26] = [
     Opt {
         name: "config",
-        values: "addr-ordered|lifo|mrf|mrf-current|lifo-tcache",
+        values: CONFIG_CHOICES,
         default: "lifo-tcache",
         help: "named configuration: the base for reuse, current_run, arenas and tcache",
         set: |c, v| {
-            c.config = pick(v, &NAMED.map(|n| n.name))?;
+            c.config = pick(v, &NAMES)?;
             Ok(())
         },
     },
     Opt {
         name: "reuse",
-        values: "addr-ordered|lifo|mrf|config",
+        values: or_config!(REUSE_CHOICES),
         default: "config",
         help: "which non-full run serves the next small allocation (overrides config)",
         set: |c, v| {
@@ -440,7 +397,7 @@ pub static OPTIONS: [Opt; 26] = [
     },
     Opt {
         name: "arenas",
-        values: "single|thread|round-robin|per-cpu|hashed|config",
+        values: or_config!(ARENAS_CHOICES),
         default: "config",
         help: "which arena serves a thread (overrides config)",
         set: |c, v| {
@@ -777,8 +734,6 @@ fn number(v: &[u8], max: usize) -> Result<usize, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloclab_core::Config;
-    use core::any::TypeId;
 
     #[test]
     fn every_default_and_every_listed_value_parses() {
@@ -968,42 +923,24 @@ mod tests {
         assert_eq!(c.exact_name(), Some("mrf-current"));
     }
 
-    fn types<C: Config>() -> (TypeId, TypeId, TypeId, &'static str) {
-        (
-            TypeId::of::<C::Reuse>(),
-            TypeId::of::<C::Arenas>(),
-            TypeId::of::<C::Front>(),
-            C::NAME,
-        )
-    }
-
-    /// The same combination, built the way `select.rs` builds it.
-    fn selected(n: &Named) -> (TypeId, TypeId, TypeId) {
-        use alloclab_policies as p;
-        let reuse = match (n.reuse, n.current_run) {
-            (Reuse::AddrOrdered, false) => TypeId::of::<p::AddrOrdered>(),
-            (Reuse::AddrOrdered, true) => TypeId::of::<p::CurrentRun<p::AddrOrdered>>(),
-            (Reuse::Lifo, false) => TypeId::of::<p::Lifo>(),
-            (Reuse::Lifo, true) => TypeId::of::<p::CurrentRun<p::Lifo>>(),
-            (Reuse::Mrf, false) => TypeId::of::<p::Mrf>(),
-            (Reuse::Mrf, true) => TypeId::of::<p::CurrentRun<p::Mrf>>(),
-        };
-        assert_eq!(n.arenas, Arenas::Thread);
-        let front = if n.tcache {
-            TypeId::of::<p::ThreadCache>()
-        } else {
-            TypeId::of::<p::NoCache>()
-        };
-        (reuse, TypeId::of::<p::ThreadLocal>(), front)
-    }
-
     #[test]
-    fn named_configs_match_the_policies_crate() {
-        let real = alloclab_policies::for_each_config!(types());
-        assert_eq!(real.len(), NAMED.len());
-        for (n, (reuse, arenas, front, name)) in NAMED.iter().zip(real) {
-            assert_eq!(n.name, name);
-            assert_eq!(selected(n), (reuse, arenas, front), "{}", n.name);
+    fn every_catalogue_name_is_accepted_and_selects_what_it_names() {
+        let set = |c: &mut Conf, k: &[u8], v: &str| (find(k).unwrap().set)(c, v.as_bytes());
+        for (name, reuse) in REUSE {
+            let mut c = Conf::defaults();
+            set(&mut c, b"reuse", name).unwrap();
+            assert_eq!(c.selection().reuse, reuse, "{name}");
+        }
+        for (name, arenas) in ARENAS {
+            let mut c = Conf::defaults();
+            set(&mut c, b"arenas", name).unwrap();
+            assert_eq!(c.selection().arenas, arenas, "{name}");
+        }
+        for n in NAMED {
+            let mut c = Conf::defaults();
+            set(&mut c, b"config", n.name).unwrap();
+            assert_eq!(c.selection().policies(), n.policies, "{}", n.name);
+            assert_eq!(c.exact_name(), Some(n.name));
         }
     }
 }

@@ -1,12 +1,13 @@
 //! Run-time selection among compile-time heaps.
 //!
-//! Every combination of run reuse (3) x current run (2) x arena choice (5) x front end (2) is a
-//! monomorphized `Heap<Checked<R, A, F>>`, every debug check compiled in (each off at run
-//! time unless `ALLOCLAB_CONF` turns it on): the engine's policies stay statically dispatched
-//! and inlined. What the start-up configuration picks is one table of function pointers
-//! (`Ops`) into one of those 60 heaps, so a call costs one load and one indirect call more
-//! than a compile-time `Heap<C>`
-//! (`benches/dispatch.rs` measures how much, with callgrind).
+//! Every combination of run reuse x current run x arena choice x front end that the catalogue
+//! (`alloclab_policies::configs`) lists, 60 today, is a monomorphized `Heap<Checked<R, A, F>>`,
+//! every debug check compiled in (each off at run time unless `ALLOCLAB_CONF` turns it on): the
+//! engine's policies stay statically dispatched and inlined. What the start-up configuration
+//! picks (through the catalogue's `Policies::visit`, a static match) is one table of function
+//! pointers (`Ops`) into one of those heaps, so a call costs one load and one indirect call
+//! more than a compile-time `Heap<C>` (`benches/dispatch.rs` measures how much, with
+//! callgrind).
 //!
 //! Only one heap ever exists in the process: it lives in `SLOT`, a static big enough for any
 //! `Heap<C>` (they differ only in a type parameter), written once by `install` before the
@@ -15,42 +16,18 @@
 //! This file depends on nothing else in the crate, so the benchmark compiles it as it is.
 
 use alloclab_core::size_class::QUANTUM;
-use alloclab_core::{ArenaChoice, Config, FreeError, FrontEnd, Heap, Options, Stats, TcacheCheck};
-use alloclab_policies::{
-    AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, NoCache, PerCpu, RoundRobin, Single, ThreadCache,
-    ThreadLocal,
+use alloclab_core::{
+    ArenaChoice, Config, FreeError, FrontEnd, Heap, Options, RunReuse, Stats, TcacheCheck,
 };
+use alloclab_policies::configs::{Policies, Visit};
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::mem::MaybeUninit;
 
 // ---- what can be selected -------------------------------------------------------------------
 
-/// Run-reuse policy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reuse {
-    /// Lowest address first.
-    AddrOrdered,
-    /// Last non-full run first.
-    Lifo,
-    /// Most recently freed-into run first.
-    Mrf,
-}
-
-/// Arena-choice policy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Arenas {
-    /// One arena for every thread.
-    Single,
-    /// An arena per thread, returned to a pool when the thread exits.
-    Thread,
-    /// `narenas` arenas, threads assigned in turn.
-    RoundRobin,
-    /// The arena of the current CPU.
-    PerCpu,
-    /// `narenas` arenas, by a hash of the thread.
-    Hashed,
-}
+// The names and the types they stand for are the catalogue's (`alloclab_policies::configs`).
+pub use alloclab_policies::configs::{Arenas, Reuse};
 
 /// One heap configuration, chosen at run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +42,18 @@ pub struct Selection {
     pub tcache: bool,
     /// Engine tunables (`narenas`, `dirty_max_pages`).
     pub options: Options,
+}
+
+impl Selection {
+    /// The policies chosen, without the tunables.
+    pub fn policies(&self) -> Policies {
+        Policies {
+            reuse: self.reuse,
+            current_run: self.current_run,
+            arenas: self.arenas,
+            tcache: self.tcache,
+        }
+    }
 }
 
 pub use alloclab_policies::configs::Checked;
@@ -333,13 +322,20 @@ impl<C: Config> OpsOf<C> {
 /// Call at most once per process, before any use of a table it returns, and make the table
 /// visible to other threads only with release ordering (or a lock) after this returns.
 pub unsafe fn install(sel: &Selection) -> &'static Ops {
+    let install = sel.policies().visit(Installer);
     // SAFETY: forwarded contract.
-    unsafe {
-        if sel.tcache {
-            with_front::<ThreadCache>(sel)
-        } else {
-            with_front::<NoCache>(sel)
-        }
+    unsafe { install(sel.options) }
+}
+
+/// The installer of the `Heap<Checked<R, A, F>>` a selection names: a function pointer, so
+/// that choosing it stays safe and only calling it carries `install`'s contract.
+struct Installer;
+
+impl Visit for Installer {
+    type Output = unsafe fn(Options) -> &'static Ops;
+
+    fn visit<R: RunReuse, A: ArenaChoice, F: FrontEnd>(self) -> Self::Output {
+        OpsOf::<Checked<R, A, F>>::install
     }
 }
 
@@ -353,36 +349,49 @@ pub unsafe fn install_config<C: Config>(options: Options) -> &'static Ops {
     unsafe { OpsOf::<C>::install_named(options) }
 }
 
-/// # Safety
-/// As for [`install`].
-unsafe fn with_front<F: FrontEnd>(sel: &Selection) -> &'static Ops {
-    // SAFETY: forwarded contract.
-    unsafe {
-        match sel.arenas {
-            Arenas::Single => with_arenas::<Single, F>(sel),
-            Arenas::Thread => with_arenas::<ThreadLocal, F>(sel),
-            Arenas::RoundRobin => with_arenas::<RoundRobin, F>(sel),
-            Arenas::PerCpu => with_arenas::<PerCpu, F>(sel),
-            Arenas::Hashed => with_arenas::<Hashed, F>(sel),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How the heap a selection would install names its policies (without installing it: a
+    /// process has one heap slot).
+    struct Describe;
+    impl Visit for Describe {
+        type Output = fn(&mut dyn fmt::Write) -> fmt::Result;
+        fn visit<R: RunReuse, A: ArenaChoice, F: FrontEnd>(self) -> Self::Output {
+            OpsOf::<Checked<R, A, F>>::OPS.describe
         }
     }
-}
 
-/// # Safety
-/// As for [`install`].
-unsafe fn with_arenas<A: ArenaChoice, F: FrontEnd>(sel: &Selection) -> &'static Ops {
-    let o = sel.options;
-    // SAFETY: forwarded contract.
-    unsafe {
-        match (sel.reuse, sel.current_run) {
-            (Reuse::AddrOrdered, false) => OpsOf::<Checked<AddrOrdered, A, F>>::install(o),
-            (Reuse::AddrOrdered, true) => {
-                OpsOf::<Checked<CurrentRun<AddrOrdered>, A, F>>::install(o)
+    #[test]
+    fn every_name_in_the_catalogue_selects_a_heap_of_those_policies() {
+        // Imported here: the dispatch benchmark compiles this file without its tests.
+        use alloclab_policies::configs::{ARENAS, REUSE};
+        let mut heaps = 0;
+        for (reuse_name, reuse) in REUSE {
+            for current_run in [false, true] {
+                for (arenas_name, arenas) in ARENAS {
+                    for tcache in [false, true] {
+                        let sel = Selection {
+                            reuse,
+                            current_run,
+                            arenas,
+                            tcache,
+                            options: Options::DEFAULT,
+                        };
+                        let mut described = String::new();
+                        (sel.policies().visit(Describe))(&mut described).unwrap();
+                        let expected = format!(
+                            "reuse {reuse_name}{}, arenas {arenas_name}{}",
+                            if current_run { "+current-run" } else { "" },
+                            if tcache { ", front thread-cache" } else { "" }
+                        );
+                        assert_eq!(described, expected, "{sel:?}");
+                        heaps += 1;
+                    }
+                }
             }
-            (Reuse::Lifo, false) => OpsOf::<Checked<Lifo, A, F>>::install(o),
-            (Reuse::Lifo, true) => OpsOf::<Checked<CurrentRun<Lifo>, A, F>>::install(o),
-            (Reuse::Mrf, false) => OpsOf::<Checked<Mrf, A, F>>::install(o),
-            (Reuse::Mrf, true) => OpsOf::<Checked<CurrentRun<Mrf>, A, F>>::install(o),
         }
+        assert_eq!(heaps, 60);
     }
 }

@@ -148,6 +148,14 @@ fn every_configuration_builds_the_heap_it_names() {
     }
 }
 
+/// The configurations above read the options independently of the library, but a config
+/// added to the catalogue must still be run by them.
+#[test]
+fn the_tests_run_every_named_config_of_the_catalogue() {
+    let catalogue = alloclab_policies::configs::NAMES.map(|n| format!("config:{n}"));
+    assert_eq!(NAMED.map(String::from), catalogue);
+}
+
 /// The arena strategy is not just a name: count the arenas a multi-threaded program creates.
 #[test]
 fn arena_strategies_bound_the_arenas_created() {
