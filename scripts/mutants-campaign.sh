@@ -296,7 +296,13 @@ if survivors and os.path.exists(os.path.join(recheck_dir, "commit")):
             if l.strip():
                 exact[l.rstrip("\n")] = kind
                 again.setdefault(key(l.rstrip("\n")), kind)
-    again = {key(s): exact[s] if s in exact else again.get(key(s)) for s in survivors}
+    # A survivor whose file moved (issue 44 put core's files in layer folders) by its
+    # function and replacement alone.
+    anywhere = {}
+    for name, kind in exact.items():
+        anywhere.setdefault(re.sub(r"^[^:]+:\d+:\d+: ", "", name), kind)
+    again = {key(s): exact[s] if s in exact else again.get(key(s),
+             anywhere.get(re.sub(r"^[^:]+:\d+:\d+: ", "", s))) for s in survivors}
     again = {k: v for k, v in again.items() if v is not None}
     at = open(os.path.join(recheck_dir, "commit")).read().strip()
     killed_since = [s for s in survivors if again.get(key(s)) in ("caught", "timeout")]
@@ -369,6 +375,14 @@ for line in open(sys.argv[1]):
         continue
     path, at, rest = m.group(1), int(m.group(2)), m.group(3)
     twins = [t for t in today if t.startswith(path + ":") and t.split(": ", 1)[1] == rest]
+    if not twins and subprocess.run(["git", "cat-file", "-e", "HEAD:" + path],
+                                    capture_output=True).returncode != 0:
+        # Its file moved (issue 44 put core's files in layer folders): every mutant of the
+        # same function and replacement, wherever it now is.
+        for t in today:
+            if t.split(": ", 1)[1] == rest:
+                print("^" + escape(t) + "$")
+        continue
     target = moved(path, at)
     if twins and target is not None:
         best = min(twins, key=lambda t: abs(int(t.split(":")[1]) - target))

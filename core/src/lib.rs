@@ -16,7 +16,8 @@
 //! | policy contract | `policy/` | `RunReuse`, `ArenaChoice`, `FrontEnd`, `Config`, `Options`, `PurgePolicy`, the debug options |
 //! | debug wing | `debug/` | fills and canaries, quarantine, guard pages, sampled allocations, the static key |
 //! | back end | `back/` | arenas (bins, runs, large), huge mappings, stats, invariants |
-//! | heap | `heap/` | `Heap<C>`: init, dispatch, free, realloc, stats, invariants; the per-thread cache in front of the arenas (`tcache/`); `fork()` safety |
+//! | front end | `front/` | the per-thread cache in front of the arenas (`FrontEnd::CACHE`), which sees the heap through `Back` |
+//! | heap | `heap/` | `Heap<C>`: init, dispatch, free, realloc, stats, invariants; the `Back` its front end sees; `fork()` safety |
 //!
 //! docs/ARCHITECTURE.md draws the same layers.
 //!
@@ -33,6 +34,7 @@
 
 mod back;
 mod debug;
+mod front;
 mod heap;
 mod meta;
 mod platform;

@@ -9,7 +9,7 @@
 //! validated before its push as fully as the locked path would (`Options::tcache_check`
 //! trades part of that for speed).
 //!
-//! The cache itself is engine machinery (`alloclab-core`, `heap/tcache.rs`); this type selects
+//! The cache itself is engine machinery (`alloclab-core`, `core/src/front/tcache/`); this type selects
 //! it.
 
 use alloclab_core::FrontEnd;

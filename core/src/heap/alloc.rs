@@ -4,7 +4,7 @@ use super::*;
 
 impl<C: Config> Heap<C> {
     #[inline(always)]
-    pub(super) fn choose_arena<'s>(&self, s: &'s Shared<C>, size: usize) -> Option<&'s Arena<C>> {
+    pub(super) fn choose_arena(s: &Shared<C>, size: usize) -> Option<&Arena<C>> {
         let ctx = ArenaCtx::new(&s.pool);
         let i = C::Arenas::choose(&ctx, &s.choice, size) % MAX_ARENAS;
         Self::arena(s, i)
@@ -102,11 +102,11 @@ impl<C: Config> Heap<C> {
         match classify(size, align) {
             Some(SizeClass::Small(idx)) => {
                 if C::Front::CACHE && s.cache_on {
-                    if let Some(p) = self.alloc_cached(s, idx, size, zero) {
+                    if let Some(p) = Front::<C>::alloc_cached(s, idx, size, zero) {
                         return p;
                     }
                 }
-                match self.choose_arena(s, size) {
+                match Self::choose_arena(s, size) {
                     Some(a) => a.with(|inner| inner.alloc_small(idx, zero, a, a.index(), &s.map)),
                     None => ptr::null_mut(),
                 }
@@ -115,7 +115,7 @@ impl<C: Config> Heap<C> {
                 // Page-level activity: cached huge mappings past the purge policy's delay go
                 // back even if no huge block is allocated or freed again.
                 s.huge.tick();
-                match self.choose_arena(s, size) {
+                match Self::choose_arena(s, size) {
                     Some(a) => {
                         a.with(|inner| inner.alloc_large(pages, align, zero, a, a.index(), &s.map))
                     }
@@ -227,7 +227,7 @@ impl<C: Config> Heap<C> {
         };
         match classify(request, align) {
             Some(SizeClass::Small(idx)) => {
-                let Some(a) = self.choose_arena(s, size) else {
+                let Some(a) = Self::choose_arena(s, size) else {
                     return ptr::null_mut();
                 };
                 let p = a.with(|inner| inner.alloc_small(idx, zero, a, a.index(), &s.map));
@@ -244,7 +244,7 @@ impl<C: Config> Heap<C> {
                 p
             }
             Some(SizeClass::Large(pages)) => {
-                let Some(a) = self.choose_arena(s, size) else {
+                let Some(a) = Self::choose_arena(s, size) else {
                     return ptr::null_mut();
                 };
                 // The pages of the request itself: a canary has no place in a large one.

@@ -11,7 +11,7 @@
 //! Lock order (the order the engine nests them everywhere): thread registry, then per heap:
 //! arena creation, arena pool, thread caches' pool, base, huge, the arenas by index. In the
 //! child, the thread caches of threads that did not survive the fork are flushed once every
-//! lock is reset (`heap/tcache.rs`), and the pages that such threads were purging without
+//! lock is reset (`front/tcache/`), and the pages that such threads were purging without
 //! their arena's lock are put back as dirty free pages when that lock is reset (`arena.rs`):
 //! the child is never left with pages in flight.
 //!

@@ -180,7 +180,7 @@ impl<C: Config> Heap<C> {
                 }
                 if C::Front::CACHE && s.cache_on {
                     // SAFETY: a chunk of ours from the page map, past its header pages.
-                    if let Some(r) = unsafe { self.free_cached(s, chunk, page, addr) } {
+                    if let Some(r) = unsafe { Front::<C>::free_cached(s, chunk, page, addr) } {
                         return r;
                     }
                 }

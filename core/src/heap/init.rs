@@ -128,7 +128,7 @@ impl<C: Config> Heap<C> {
                 reg,
                 mem.as_ptr() as *const (),
                 thread_exit_trampoline::<C>,
-                tcache::cache_exit_trampoline::<C>,
+                tcache::cache_exit_trampoline::<C, Shared<C>>,
                 fork_trampoline::<C>,
             );
             self.shared.store(mem.as_ptr(), Ordering::Release);

@@ -41,11 +41,12 @@ use core::ptr;
 
 mod alloc;
 mod free;
+mod front;
 mod init;
 mod realloc;
 mod stats;
-mod tcache;
-use tcache::CachePool;
+use crate::front::tcache::{self, CachePool};
+use crate::front::Front;
 
 pub mod fork;
 

@@ -122,7 +122,7 @@ impl<C: Config> Heap<C> {
                     // the contract nothing uses any more.
                     unsafe {
                         ptr::copy_nonoverlapping(ptr, new, n);
-                        if !(C::Front::CACHE && self.push_taken(s, ptr as usize, old)) {
+                        if !(C::Front::CACHE && Front::<C>::push_taken(s, ptr as usize, old)) {
                             self.free(ptr);
                         }
                     }

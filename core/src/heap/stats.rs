@@ -106,7 +106,7 @@ impl<C: Config> Heap<C> {
         let huge_idle = h.mapped - h.allocated + h.cached_bytes;
         st.mapped = st.arena.chunks * CHUNK + h.mapped + h.cached_bytes;
         st.dirty = st.arena.dirty_pages * PAGE;
-        Self::account_caches(s, &mut st);
+        Front::<C>::account_caches(s, &mut st);
         st.metadata = s.map.metadata_bytes()
             + s.base.mapped()
             + st.arena.chunks * CHUNK_HEADER_PAGES * PAGE
@@ -129,7 +129,7 @@ impl<C: Config> Heap<C> {
             }
         });
         result?;
-        self.check_caches(s)?;
+        Front::<C>::check_caches(s)?;
         s.huge.check(&s.map)
     }
 
@@ -198,7 +198,7 @@ impl<C: Config> Heap<C> {
                 s.caches.reset_lock();
                 s.pool.reset_lock();
                 s.arena_lock.reset();
-                Self::fork_child(s);
+                Front::<C>::fork_child(s);
             }
         }
     }

@@ -22,7 +22,7 @@ pub enum Bug {
     /// heaps initialized concurrently can share an id, and with it threads' arena bindings.
     LostHeapId = 3,
     /// A thread cache's flush drops the last region of each batch instead of returning it to
-    /// its run (`heap/tcache.rs`): the region stays taken, held by no one.
+    /// its run (`front/tcache/`): the region stays taken, held by no one.
     LostFlush = 4,
     /// The sampled pool reads its oldest free slot and takes it in two critical sections
     /// (`slot_ring.rs`): two threads sampling at once can be handed the same slot.

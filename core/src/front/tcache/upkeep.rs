@@ -1,35 +1,29 @@
-//! The thread caches' upkeep: flushing on demand, their share of the statistics, their invariant checks, and the fork child's reset.
+//! The thread caches' upkeep: flushing on demand, their share of the statistics, their
+//! invariant checks, and the fork child's reset.
 
 use super::*;
 
-impl<C: Config> Heap<C> {
-    /// Gives every region in the calling thread's cache in this heap back to its arena (a
-    /// no-op without a cache). Statistics and invariants do not need it; a test that wants
-    /// the arenas to hold nothing does.
-    pub fn flush_thread_cache(&self) {
-        if !C::Front::CACHE {
-            return;
-        }
-        let Some(s) = self.shared_if_init() else {
-            return;
-        };
-        if let Some(v) = thread::bind_cache(s.pool.heap_id(), || 0, |_| {}) {
+impl<C: Config> Front<C> {
+    /// Gives every region in the calling thread's cache in the heap behind `s` back to its
+    /// arena (a no-op without a cache).
+    pub(crate) fn flush_thread_cache(s: &impl Back<C>) {
+        if let Some(v) = thread::bind_cache(s.heap_id(), || 0, |_| {}) {
             // SAFETY: our own cache, alive as long as the heap.
-            unsafe { Self::flush_all(&*(v as *const ThreadCache)) };
+            unsafe { Self::flush_all(&*(v as *const Tcache)) };
         }
     }
 
     /// Turns the arenas' counts of regions leaving and entering runs into the program's: the
     /// regions held by thread caches move from `live` to `cached`, frees count those the
     /// caches took instead of those they gave back, and allocations are frees plus live.
-    pub(in crate::heap) fn account_caches(s: &Shared<C>, st: &mut crate::back::stats::Stats) {
+    pub(crate) fn account_caches(s: &impl Back<C>, st: &mut crate::back::stats::Stats) {
         if !C::Front::CACHE {
             return;
         }
         let mut cached = [0usize; NBINS];
         let mut absorbed = [0u64; NBINS];
         let mut flushed = [0u64; NBINS];
-        s.caches.with(|l| {
+        s.caches().with(|l| {
             for mut c in [l.live, l.spare] {
                 while !c.is_null() {
                     // SAFETY: caches listed under the pool lock; counts are atomics.
@@ -61,13 +55,13 @@ impl<C: Config> Heap<C> {
     /// taken region of its class, marked, on one stack once, and its count the stack's length.
     /// (Other threads' stacks are theirs to read; their regions are checked when they flush,
     /// each handed back must be taken from its run, or the process aborts.)
-    pub(in crate::heap) fn check_caches(&self, s: &Shared<C>) -> Result<(), Violation> {
+    pub(crate) fn check_caches(s: &impl Back<C>) -> Result<(), Violation> {
         if !C::Front::CACHE {
             return Ok(());
         }
         let bad = |what| Err(Violation::new(ViolationKind::ThreadCache(what)));
         let me = thread::thread_key();
-        s.caches.with(|l| {
+        s.caches().with(|l| {
             let mut c = l.live;
             while !c.is_null() {
                 // SAFETY: live caches, listed under the pool lock.
@@ -81,17 +75,17 @@ impl<C: Config> Heap<C> {
                     if n > cap {
                         return bad("a class holds more regions than its capacity");
                     }
-                    if cap < s.caches.base(i) || cap > s.caches.most[i] as usize {
+                    if cap < s.caches().base(i) || cap > s.caches().most[i] as usize {
                         return bad("a class's capacity is outside its range");
                     }
                     bytes += n * bin(i).size as usize;
                     cap_bytes += cap * bin(i).size as usize;
                 }
-                if bytes > s.caches.max_bytes || cap_bytes > s.caches.max_bytes {
+                if bytes > s.caches().max_bytes || cap_bytes > s.caches().max_bytes {
                     return bad("a cache holds, or may hold, more bytes than its bound");
                 }
                 if cache.owner.get() == me {
-                    self.check_own_cache(s, cache)?;
+                    Self::check_own_cache(s, cache)?;
                 }
                 c = cache.next.get();
             }
@@ -99,11 +93,7 @@ impl<C: Config> Heap<C> {
         })
     }
 
-    pub(in crate::heap) fn check_own_cache(
-        &self,
-        s: &Shared<C>,
-        c: &ThreadCache,
-    ) -> Result<(), Violation> {
+    pub(crate) fn check_own_cache(s: &impl Back<C>, c: &Tcache) -> Result<(), Violation> {
         let bad = |what, at| Err(Violation::new(ViolationKind::ThreadCache(what)).at(at));
         for (idx, b) in c.bins.iter().enumerate() {
             let mut n = 0;
@@ -115,7 +105,7 @@ impl<C: Config> Heap<C> {
                     return bad("a stack is longer than the capacity, or loops", p);
                 }
                 n += 1;
-                let Owner::Chunk(chunk) = s.map.lookup(p) else {
+                let Owner::Chunk(chunk) = s.page_map().lookup(p) else {
                     return bad("a cached region is not in a chunk of this heap", p);
                 };
                 let chunk = chunk as *mut ChunkHeader;
@@ -136,7 +126,7 @@ impl<C: Config> Heap<C> {
                     return bad("a cached region is not a taken region of its class", p);
                 }
                 // SAFETY: a taken region of this heap.
-                if !unsafe { s.caches.marked(p) } {
+                if !unsafe { s.caches().marked(p) } {
                     return bad("a cached region lost its mark", p);
                 }
                 // SAFETY: as above; its first word links the stack.
@@ -151,13 +141,13 @@ impl<C: Config> Heap<C> {
 
     /// In a forked child: flushes the caches of every thread but the calling one (they do not
     /// exist in the child) and makes them spare.
-    pub(in crate::heap) fn fork_child(s: &Shared<C>) {
+    pub(crate) fn fork_child(s: &impl Back<C>) {
         if !C::Front::CACHE {
             return;
         }
         let me = thread::thread_key();
-        s.caches.with(|l| {
-            let mut link: *mut *mut ThreadCache = &mut l.live;
+        s.caches().with(|l| {
+            let mut link: *mut *mut Tcache = &mut l.live;
             // SAFETY: list nodes are caches of this heap, linked under the pool lock; in the
             // child the orphans' threads are gone, so this thread is the only one to touch them.
             unsafe {

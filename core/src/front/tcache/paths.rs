@@ -1,29 +1,30 @@
-//! The thread cache's paths: allocation, free and realloc through the calling thread's cache, and its fills and flushes.
+//! The thread cache's paths: allocation, free and realloc through the calling thread's
+//! cache, and its fills and flushes.
 
 use super::*;
 
-impl<C: Config> Heap<C> {
+impl<C: Config> Front<C> {
     /// The calling thread's cache in this heap, made on first use; `None` while the thread
     /// exits or if the OS refused memory.
     #[inline(always)]
-    pub(in crate::heap) fn thread_cache(s: &Shared<C>) -> Option<&ThreadCache> {
-        let v = match thread::front_cache(s.pool.heap_id()) {
+    pub(crate) fn thread_cache(s: &impl Back<C>) -> Option<&Tcache> {
+        let v = match thread::front_cache(s.heap_id()) {
             Some(v) => v,
             None => thread::bind_cache(
-                s.pool.heap_id(),
+                s.heap_id(),
                 || Self::new_cache(s),
-                |v| Self::retire_cache(s, v as *mut ThreadCache),
+                |v| Self::retire_cache(s, v as *mut Tcache),
             )?,
         };
         // SAFETY: bound caches live (in the heap's base) until the heap is dropped.
-        Some(unsafe { &*(v as *const ThreadCache) })
+        Some(unsafe { &*(v as *const Tcache) })
     }
 
     /// A cache for the calling thread: a spare one, or a new one from the base; 0 if none.
     #[cold]
-    pub(in crate::heap) fn new_cache(s: &Shared<C>) -> usize {
+    pub(crate) fn new_cache(s: &impl Back<C>) -> usize {
         let owner = thread::thread_key();
-        let mut c = s.caches.with(|l| {
+        let mut c = s.caches().with(|l| {
             let c = l.spare;
             if !c.is_null() {
                 // SAFETY: caches on the spare list are ours, under the pool lock.
@@ -33,16 +34,16 @@ impl<C: Config> Heap<C> {
         });
         if c.is_null() {
             // Outside the pool lock: the base has its own.
-            let Some(mem) = s.base.alloc(
-                core::mem::size_of::<ThreadCache>(),
-                core::mem::align_of::<ThreadCache>(),
+            let Some(mem) = s.base().alloc(
+                core::mem::size_of::<Tcache>(),
+                core::mem::align_of::<Tcache>(),
             ) else {
                 return 0;
             };
-            c = mem.as_ptr().cast::<ThreadCache>();
+            c = mem.as_ptr().cast::<Tcache>();
             // SAFETY: fresh metadata of the right size and alignment.
             unsafe {
-                c.write(ThreadCache {
+                c.write(Tcache {
                     bins: core::array::from_fn(|_| CacheBin {
                         head: Cell::new(0),
                         count: AtomicUsize::new(0),
@@ -57,10 +58,10 @@ impl<C: Config> Heap<C> {
                 })
             };
         }
-        s.caches.with(|l| {
+        s.caches().with(|l| {
             // SAFETY: `c` is ours (spare, emptied when it was retired, or fresh).
             unsafe {
-                (*c).reset_caps(&s.caches);
+                (*c).reset_caps(s.caches());
                 (*c).owner.set(owner);
                 (*c).next.set(l.live);
             }
@@ -70,11 +71,11 @@ impl<C: Config> Heap<C> {
     }
 
     /// Takes an empty cache off the live list and makes it spare.
-    pub(in crate::heap) fn retire_cache(s: &Shared<C>, c: *mut ThreadCache) {
-        s.caches.with(|l| {
+    pub(crate) fn retire_cache(s: &impl Back<C>, c: *mut Tcache) {
+        s.caches().with(|l| {
             // SAFETY: list nodes are caches of this heap, linked under the pool lock.
             unsafe {
-                let mut link: *mut *mut ThreadCache = &mut l.live;
+                let mut link: *mut *mut Tcache = &mut l.live;
                 while !(*link).is_null() {
                     if *link == c {
                         *link = (*c).next.get();
@@ -88,32 +89,19 @@ impl<C: Config> Heap<C> {
         });
     }
 
-    /// The fast path of `allocate`: a region popped from the calling thread's cache, or `None`
-    /// for anything but a small request of a cached class whose stack holds a region, in a
-    /// heap without debug options, from a thread whose cache is in its memo (`allocate_slow`
-    /// then does everything, fills included). No lock, no atomic read-modify-write, no call.
+    /// The fast path of `allocate` once the heap has checked that a request of `size` bytes
+    /// is one a cache serves (`cacheable`) and the debug wing did not take it (a sample): a
+    /// region popped from the calling thread's cache, or `None` for a class whose stack is
+    /// empty, or a thread whose cache is not in its memo (`allocate_slow` then does
+    /// everything, fills included). No lock, no atomic read-modify-write, no call.
     #[inline(always)]
-    pub(in crate::heap) fn alloc_from_cache(
-        &self,
-        size: usize,
-        align: usize,
-        zero: bool,
-    ) -> Option<*mut u8> {
-        let s = self.shared_if_init()?;
+    pub(crate) fn alloc_from_cache(s: &impl Back<C>, size: usize, zero: bool) -> Option<*mut u8> {
         // No `cache_on` test: a thread's memo holds a cache only in a heap whose cache is on
         // (only `alloc_cached` and `free_cached` bind one, and only there).
-        if !(align <= QUANTUM && size <= SMALL_MAX) {
-            return None;
-        }
-        if C::DEBUG.contains(DebugCaps::SAMPLE) && C::SAMPLE_PATH != SamplePath::SlowPath {
-            if let Some(p) = Self::sample_fast(s, size, align, zero) {
-                return Some(p);
-            }
-        }
         let idx = small_index(size);
-        let v = thread::front_cache(s.pool.heap_id())?;
+        let v = thread::front_cache(s.heap_id())?;
         // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
-        let c = unsafe { &*(v as *const ThreadCache) };
+        let c = unsafe { &*(v as *const Tcache) };
         // SAFETY: our own cache. A class that is not cached has an empty stack.
         let p = unsafe { c.pop(idx) };
         if p == 0 {
@@ -134,12 +122,12 @@ impl<C: Config> Heap<C> {
     /// `check`: the heap's `Options::tcache_check` as the caller knows it, or `None` to read
     /// it from the heap.
     #[inline(always)]
-    pub(in crate::heap) fn taken_region(
-        s: &Shared<C>,
+    pub(crate) fn taken_region(
+        s: &impl Back<C>,
         addr: usize,
         check: Option<TcacheCheck>,
     ) -> Option<usize> {
-        let Owner::Chunk(chunk) = s.map.lookup(addr) else {
+        let Owner::Chunk(chunk) = s.page_map().lookup(addr) else {
             return None;
         };
         let chunk = chunk as *mut ChunkHeader;
@@ -152,10 +140,10 @@ impl<C: Config> Heap<C> {
         let idx = e.bin_unmasked();
         let light = match check {
             Some(c) => {
-                debug_assert!(c == TcacheCheck::Full || s.caches.light);
+                debug_assert!(c == TcacheCheck::Full || s.caches().light);
                 c == TcacheCheck::Light
             }
-            None => s.caches.light,
+            None => s.caches().light,
         };
         if light {
             // `tcache_check:light`: no boundary, no bitmap. Aligned, so that the mark's word
@@ -164,22 +152,22 @@ impl<C: Config> Heap<C> {
             let taken = e.kind() == SMALL
                 && idx < NBINS
                 && addr % QUANTUM == 0
-                && !unsafe { s.caches.marked(addr) };
+                && !unsafe { s.caches().marked(addr) };
             return taken.then_some(idx);
         }
         let r = SmallRegion::locate(chunk, page, e, addr)?.ok()?;
         // SAFETY: as in `free_cached`: the entry names a live run holding `addr`'s page; the
         // mark is read from a taken region.
-        let free = unsafe { r.is_free() || s.caches.marked(addr) };
+        let free = unsafe { r.is_free() || s.caches().marked(addr) };
         (!free).then_some(r.idx)
     }
 
     /// The calling thread's cache if it is in the thread's memo (the fast paths' way in).
     #[inline(always)]
-    pub(in crate::heap) fn memo_cache(s: &Shared<C>) -> Option<&ThreadCache> {
-        let v = thread::front_cache(s.pool.heap_id())?;
+    pub(crate) fn memo_cache(s: &impl Back<C>) -> Option<&Tcache> {
+        let v = thread::front_cache(s.heap_id())?;
         // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
-        Some(unsafe { &*(v as *const ThreadCache) })
+        Some(unsafe { &*(v as *const Tcache) })
     }
 
     /// The fast path of `free`: whether `addr` was pushed on the calling thread's cache. False
@@ -190,15 +178,12 @@ impl<C: Config> Heap<C> {
     /// # Safety
     /// As for `Heap::try_free`.
     #[inline(always)]
-    pub(in crate::heap) unsafe fn free_to_cache(
-        &self,
+    pub(crate) unsafe fn free_to_cache(
+        s: &impl Back<C>,
         addr: usize,
         check: Option<TcacheCheck>,
     ) -> bool {
         // No `cache_on` test: as in `alloc_from_cache`, the memo check below covers it.
-        let Some(s) = self.shared_if_init() else {
-            return false;
-        };
         let Some(idx) = Self::taken_region(s, addr, check) else {
             return false;
         };
@@ -210,7 +195,7 @@ impl<C: Config> Heap<C> {
         }
         // SAFETY: a taken region, not in any cache, that per the contract nothing uses; our
         // own cache, whose class has room.
-        unsafe { c.push(&s.caches, idx, addr) };
+        unsafe { c.push(s.caches(), idx, addr) };
         true
     }
 
@@ -223,8 +208,8 @@ impl<C: Config> Heap<C> {
     /// # Safety
     /// As for `Heap::reallocate`, with `addr` not null.
     #[inline(always)]
-    pub(in crate::heap) unsafe fn realloc_in_cache(
-        &self,
+    pub(crate) unsafe fn realloc_in_cache(
+        s: &impl Back<C>,
         addr: usize,
         size: usize,
         align: usize,
@@ -232,7 +217,6 @@ impl<C: Config> Heap<C> {
         check: Option<TcacheCheck>,
     ) -> Option<*mut u8> {
         // No `cache_on` test: as in `alloc_from_cache`, the memo check below covers it.
-        let s = self.shared_if_init()?;
         if !(align <= QUANTUM && size <= SMALL_MAX) {
             return None;
         }
@@ -258,14 +242,14 @@ impl<C: Config> Heap<C> {
             // Out of line and last: the call to `memcpy` (and the registers it makes this
             // path save) stays off the moves of short blocks, the common ones.
             // SAFETY: as below.
-            return Some(unsafe { Self::move_long(&s.caches, c, old, addr, p, n) });
+            return Some(unsafe { Self::move_long(s.caches(), c, old, addr, p, n) });
         }
         // SAFETY: two distinct regions of at least `n` bytes, the new one ours, the old one
         // taken (checked above) and per the contract no longer used; it is pushed after the
         // copy, on a class with room.
         unsafe {
             copy_short(addr, p, n);
-            c.push(&s.caches, old, addr);
+            c.push(s.caches(), old, addr);
         }
         Some(p as *mut u8)
     }
@@ -278,9 +262,9 @@ impl<C: Config> Heap<C> {
     /// popped from the calling thread's cache `c`, `addr` taken, of class `old`, no longer
     /// used, and the class has room.
     #[inline(never)]
-    pub(in crate::heap) unsafe fn move_long(
+    pub(crate) unsafe fn move_long(
         pool: &CachePool,
-        c: &ThreadCache,
+        c: &Tcache,
         old: usize,
         addr: usize,
         p: usize,
@@ -302,46 +286,40 @@ impl<C: Config> Heap<C> {
     /// `addr` is a taken region of class `idx` of this heap, not in any cache, that nothing
     /// uses any more.
     #[inline(always)]
-    pub(in crate::heap) unsafe fn push_taken(
-        &self,
-        s: &Shared<C>,
-        addr: usize,
-        idx: usize,
-    ) -> bool {
-        if !s.cache_on {
+    pub(crate) unsafe fn push_taken(s: &impl Back<C>, addr: usize, idx: usize) -> bool {
+        if !s.cache_on() {
             return false;
         }
-        let Some(v) = thread::front_cache(s.pool.heap_id()) else {
+        let Some(v) = thread::front_cache(s.heap_id()) else {
             return false;
         };
         // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
-        let c = unsafe { &*(v as *const ThreadCache) };
+        let c = unsafe { &*(v as *const Tcache) };
         if !c.has_room(idx) {
             return false;
         }
         // SAFETY: per the contract the region is ours to push; the class has room.
-        unsafe { c.push(&s.caches, idx, addr) };
+        unsafe { c.push(s.caches(), idx, addr) };
         true
     }
 
     /// `malloc` of small class `idx` through the calling thread's cache; `None` when the class
     /// is not cached or the thread has no cache (the caller then asks an arena).
     #[inline(always)]
-    pub(in crate::heap) fn alloc_cached(
-        &self,
-        s: &Shared<C>,
+    pub(crate) fn alloc_cached(
+        s: &impl Back<C>,
         idx: usize,
         size: usize,
         zero: bool,
     ) -> Option<*mut u8> {
-        if s.caches.base(idx) == 0 {
+        if s.caches().base(idx) == 0 {
             return None;
         }
         let c = Self::thread_cache(s)?;
         // SAFETY: our own cache.
         let mut p = unsafe { c.pop(idx) };
         if p == 0 {
-            p = self.fill(s, c, idx, size);
+            p = Self::fill(s, c, idx, size);
             if p == 0 {
                 return Some(ptr::null_mut());
             }
@@ -356,20 +334,14 @@ impl<C: Config> Heap<C> {
     /// Takes a batch of class `idx` from an arena into the (empty) stack under one lock, and
     /// returns one of them, popped (0 if the OS refused memory).
     #[inline(never)]
-    pub(in crate::heap) fn fill(
-        &self,
-        s: &Shared<C>,
-        c: &ThreadCache,
-        idx: usize,
-        size: usize,
-    ) -> usize {
-        let Some(a) = self.choose_arena(s, size) else {
+    pub(crate) fn fill(s: &impl Back<C>, c: &Tcache, idx: usize, size: usize) -> usize {
+        let Some(a) = s.arena_for(size) else {
             return 0;
         };
-        let n = c.moves(&s.caches, idx);
+        let n = c.moves(s.caches(), idx);
         let mut taken = [0usize; MAX_BATCH];
         let taken = &mut taken[..n];
-        let got = a.with(|inner| inner.alloc_small_batch(idx, taken, a, a.index(), &s.map));
+        let got = a.with(|inner| inner.alloc_small_batch(idx, taken, a, a.index(), s.page_map()));
         if got == 0 {
             return 0;
         }
@@ -381,7 +353,7 @@ impl<C: Config> Heap<C> {
             // SAFETY: regions just taken from their run, ours to write (two words at least).
             unsafe {
                 (p as *mut usize).write(head);
-                (p as *mut usize).add(1).write(s.caches.mark(p));
+                (p as *mut usize).add(1).write(s.caches().mark(p));
             }
             head = p;
         }
@@ -395,7 +367,7 @@ impl<C: Config> Heap<C> {
         let absorbed = b.absorbed.load(Relaxed);
         if c.absorbed_at_fill[idx].replace(absorbed) == absorbed {
             // SAFETY: our own cache.
-            unsafe { c.grow(&s.caches, idx) };
+            unsafe { c.grow(s.caches(), idx) };
         }
         taken[0]
     }
@@ -408,9 +380,8 @@ impl<C: Config> Heap<C> {
     /// `chunk` is a live chunk of this heap (from the page map), `page` the page of `addr` in
     /// it and not a header page.
     #[inline(always)]
-    pub(in crate::heap) unsafe fn free_cached(
-        &self,
-        s: &Shared<C>,
+    pub(crate) unsafe fn free_cached(
+        s: &impl Back<C>,
         chunk: *mut ChunkHeader,
         page: usize,
         addr: usize,
@@ -424,7 +395,7 @@ impl<C: Config> Heap<C> {
             return None;
         }
         let idx = e.bin_unmasked();
-        if s.caches.base(idx) == 0 {
+        if s.caches().base(idx) == 0 {
             return None;
         }
         let c = Self::thread_cache(s)?;
@@ -440,14 +411,14 @@ impl<C: Config> Heap<C> {
                 // allocated.
                 return None;
             }
-            if s.caches.marked(addr) {
+            if s.caches().marked(addr) {
                 // In a cache: freed already.
                 return Some(Err(FreeError::Freed));
             }
-            if !c.has_room(idx) && !c.grow(&s.caches, idx) {
-                Self::flush(c, idx, c.moves(&s.caches, idx));
+            if !c.has_room(idx) && !c.grow(s.caches(), idx) {
+                Self::flush(c, idx, c.moves(s.caches(), idx));
             }
-            c.push(&s.caches, idx, addr);
+            c.push(s.caches(), idx, addr);
         }
         Some(Ok(()))
     }
@@ -457,7 +428,7 @@ impl<C: Config> Heap<C> {
     /// # Safety
     /// The caller is the cache's thread (or the only one touching it).
     #[inline(never)]
-    pub(in crate::heap) unsafe fn flush(c: &ThreadCache, idx: usize, n: usize) {
+    pub(crate) unsafe fn flush(c: &Tcache, idx: usize, n: usize) {
         let mut regions = [0usize; MAX_BATCH];
         let b = &c.bins[idx];
         let mut p = b.head.get();
@@ -524,7 +495,7 @@ impl<C: Config> Heap<C> {
     ///
     /// # Safety
     /// As for `flush`.
-    pub(in crate::heap) unsafe fn flush_all(c: &ThreadCache) {
+    pub(crate) unsafe fn flush_all(c: &Tcache) {
         for (idx, b) in c.bins.iter().enumerate() {
             while b.head.get() != 0 {
                 // SAFETY: forwarded contract.

@@ -43,9 +43,9 @@
 mod paths;
 mod upkeep;
 
-use super::{Heap, Shared};
 use crate::back::arena::{Arena, ArenaInner};
 use crate::back::invariants::{Violation, ViolationKind};
+use crate::front::{Back, Front};
 use crate::meta::chunk::{ChunkHeader, SMALL};
 use crate::meta::page_map::Owner;
 use crate::meta::region::SmallRegion;
@@ -58,7 +58,6 @@ use crate::platform::sync::{
     Ordering::{Acquire, Relaxed, Release},
     UnsafeCell,
 };
-use crate::policy::safety::{DebugCaps, SamplePath};
 use crate::policy::{Config, FrontEnd, Options, TcacheCheck};
 use core::cell::Cell;
 use core::ptr;
@@ -91,7 +90,7 @@ struct CacheBin {
 }
 
 /// One thread's cache in one heap.
-pub(crate) struct ThreadCache {
+pub(crate) struct Tcache {
     bins: [CacheBin; NBINS],
     /// Per class, its `absorbed` count at its last fill: a class that absorbed no free since
     /// then is one this thread only allocates (another thread frees it), whose fills grow.
@@ -102,12 +101,12 @@ pub(crate) struct ThreadCache {
     /// `thread::thread_key()` of the thread it belongs to.
     owner: Cell<usize>,
     /// The pool's list it is on (live or spare), under the pool lock.
-    next: Cell<*mut ThreadCache>,
+    next: Cell<*mut Tcache>,
 }
 
 struct Lists {
-    live: *mut ThreadCache,
-    spare: *mut ThreadCache,
+    live: *mut Tcache,
+    spare: *mut Tcache,
 }
 
 /// A heap's caches: the live ones (for statistics, invariants and fork), the spare ones (left
@@ -231,7 +230,7 @@ fn splitmix(mut x: usize) -> usize {
     x ^ (x >> 31)
 }
 
-impl ThreadCache {
+impl Tcache {
     /// Whether class `idx` has room for one more region.
     #[inline(always)]
     fn has_room(&self, idx: usize) -> bool {
@@ -387,13 +386,13 @@ unsafe fn give_back<C: Config>(inner: &mut ArenaInner<C>, addr: usize) {
 /// it spare.
 ///
 /// # Safety
-/// `owner` is the `Shared<C>` of a live heap and `value` the exiting thread's cache in it.
-pub(in crate::heap) unsafe fn cache_exit_trampoline<C: Config>(owner: *const (), value: usize) {
+/// `owner` is the `B` of a live heap and `value` the exiting thread's cache in it.
+pub(crate) unsafe fn cache_exit_trampoline<C: Config, B: Back<C>>(owner: *const (), value: usize) {
     // SAFETY: per the contract.
-    let s = unsafe { &*(owner as *const Shared<C>) };
-    let c = value as *mut ThreadCache;
+    let s = unsafe { &*(owner as *const B) };
+    let c = value as *mut Tcache;
     // SAFETY: the exiting thread's own cache; it caches no more (`thread_exit` cleared its
     // memo and marked it exiting).
-    unsafe { Heap::<C>::flush_all(&*c) };
-    Heap::<C>::retire_cache(s, c);
+    unsafe { Front::<C>::flush_all(&*c) };
+    Front::<C>::retire_cache(s, c);
 }
