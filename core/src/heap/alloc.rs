@@ -96,12 +96,12 @@ impl<C: Config> Heap<C> {
                 return p;
             }
         }
-        if C::DEBUG.intersects(ALLOC_HOOKS) && s.alloc_hooks {
+        if C::DEBUG.intersects(ALLOC_HOOKS) && s.switches.alloc_hooks {
             return self.allocate_checked(s, size, align, zero);
         }
         match classify(size, align) {
             Some(SizeClass::Small(idx)) => {
-                if C::Front::CACHE && s.cache_on {
+                if C::Front::CACHE && s.switches.cache_on {
                     if let Some(p) = Front::<C>::alloc_cached(s, idx, size, zero) {
                         return p;
                     }

@@ -6,7 +6,7 @@ impl<C: Config> Heap<C> {
     /// Validates `addr` as a live allocation of this heap.
     pub(super) fn live(&self, addr: usize) -> Result<Live, FreeError> {
         let s = self.shared_if_init().ok_or(FreeError::NotOurs)?;
-        if Self::SPECIAL && s.special_ptrs {
+        if Self::SPECIAL && s.switches.special_ptrs {
             if s.zero_size.contains(addr) {
                 return s.zero_size.check(addr, false).map(|()| Live::ZeroSize);
             }
@@ -162,7 +162,7 @@ impl<C: Config> Heap<C> {
     pub unsafe fn try_free(&self, ptr: *mut u8) -> Result<(), FreeError> {
         let addr = ptr as usize;
         let s = self.shared_if_init().ok_or(FreeError::NotOurs)?;
-        if Self::SPECIAL && s.special_ptrs {
+        if Self::SPECIAL && s.switches.special_ptrs {
             if s.zero_size.contains(addr) {
                 return s.zero_size.check(addr, true);
             }
@@ -178,7 +178,7 @@ impl<C: Config> Heap<C> {
                 if page < CHUNK_HEADER_PAGES {
                     return Err(FreeError::NeverAllocated);
                 }
-                if C::Front::CACHE && s.cache_on {
+                if C::Front::CACHE && s.switches.cache_on {
                     // SAFETY: a chunk of ours from the page map, past its header pages.
                     if let Some(r) = unsafe { Front::<C>::free_cached(s, chunk, page, addr) } {
                         return r;

@@ -28,7 +28,7 @@ impl<C: Config> Back<C> for Shared<C> {
     }
     #[inline(always)]
     fn cache_on(&self) -> bool {
-        self.cache_on
+        self.switches.cache_on
     }
 }
 

@@ -81,26 +81,7 @@ impl<C: Config> Heap<C> {
                     dirty_max,
                     purge: self.options.purge_policy(),
                     safety,
-                    alloc_hooks: safety.needs().intersects(ALLOC_HOOKS),
-                    // Sampling by time leaves the cache on: sampled allocations never enter
-                    // it (their slots are not in any chunk, so the cache's free path passes
-                    // them on). A count (`sample: N`, one in N allocations) needs every
-                    // allocation to reach a decision, which `SlowPath` makes only past the
-                    // cache: there the count turns the cache off, as it always did.
-                    // `zero_check` acts where arenas take pages, behind the cache: it leaves
-                    // the cache on.
-                    cache_on: C::Front::CACHE
-                        && safety
-                            .needs()
-                            .without(DebugCaps::SAMPLE.union(DebugCaps::ZERO_CHECK))
-                            .is_none()
-                        && !(C::DEBUG.contains(DebugCaps::SAMPLE)
-                            && C::SAMPLE_PATH == SamplePath::SlowPath
-                            && safety.sample > 0),
-                    plain: safety.needs().without(DebugCaps::ZERO_CHECK) == DebugCaps::NONE,
-                    special_ptrs: safety
-                        .needs()
-                        .intersects(DebugCaps::ZERO_SIZE.union(DebugCaps::SAMPLE)),
+                    switches: Switches::of::<C>(&safety),
                     sampler: if C::DEBUG.contains(DebugCaps::SAMPLE) {
                         Sampler::new(
                             safety.sample,

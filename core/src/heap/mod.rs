@@ -34,6 +34,7 @@ use crate::platform::os;
 use crate::platform::report::fatal;
 use crate::platform::sync::{loom_const_fn, AtomicPtr, Ordering};
 use crate::policy::safety::{DebugCaps, Safety, SamplePath, CANARY_BYTES, JUNK_BYTE};
+use crate::policy::switches::{Switches, ALLOC_HOOKS};
 use crate::policy::{ArenaChoice, Config, FrontEnd, Options, TcacheCheck};
 use core::alloc::{GlobalAlloc, Layout};
 use core::marker::PhantomData;
@@ -81,18 +82,8 @@ struct SharedFields<C: Config> {
     dirty_max: usize,
     purge: crate::policy::purge::Purge,
     safety: Safety,
-    /// Whether `allocate` takes `allocate_checked`.
-    alloc_hooks: bool,
-    /// Whether small blocks go through the thread cache: never while a debug option on regions
-    /// is on, since a cached free would skip its checks (poison, canary, quarantine) until a
-    /// flush.
-    cache_on: bool,
-    /// Whether pointers may lie outside the page map's chunks (`malloc(0)` slots, samples).
-    special_ptrs: bool,
-    /// Whether no debug option on regions is on (`zero_check` reads pages as arenas take them,
-    /// nothing else): a small region is then exactly its class's size, and nothing but the
-    /// arenas (and thread caches) holds pointers.
-    plain: bool,
+    /// What the heap's paths switch on, derived from `safety` (`policy/switches.rs`).
+    switches: Switches,
     zero_size: ZeroSize,
     sampler: Sampler,
 }
@@ -118,12 +109,6 @@ enum Live {
         size: usize,
     },
 }
-
-/// Debug capabilities with a hook on the allocation path in `Heap` itself.
-const ALLOC_HOOKS: DebugCaps = DebugCaps::CANARY
-    .union(DebugCaps::GUARD)
-    .union(DebugCaps::ZERO_SIZE)
-    .union(DebugCaps::JUNK);
 
 /// Why a page entry of kind `FREE` (or `META`) holds no allocation.
 fn why_free_page(bits: usize) -> FreeError {

@@ -105,7 +105,7 @@ impl<C: Config> Heap<C> {
             return ptr::null_mut();
         }
         // A small region, found without the lock: kept if the class stays, else moved.
-        if let Some(s) = self.shared_if_init().filter(|s| s.plain) {
+        if let Some(s) = self.shared_if_init().filter(|s| s.switches.plain) {
             // SAFETY: `s` is this heap's state, without debug options.
             if let Some(old) = unsafe { Self::taken_small(s, ptr as usize) } {
                 let Some(new_class) = classify(new_size, align) else {
@@ -170,7 +170,7 @@ impl<C: Config> Heap<C> {
                         // SAFETY: a live large allocation of that arena, under its lock.
                         if arena.with(|inner| unsafe {
                             let done = inner.resize_large(chunk, page, pages, new_pages);
-                            if done && s.alloc_hooks {
+                            if done && s.switches.alloc_hooks {
                                 let end = ptr as usize + new_pages * PAGE;
                                 guard::record_request(chunk, page, ptr as usize, end, new_size);
                             }

@@ -11,11 +11,14 @@
 //!
 //! The layer above metadata: the contract a `Config` fills in. Besides the traits it owns
 //! `purge.rs` (when dirty pages and cached huge mappings go back to the OS) and `safety.rs`
-//! (the debug options: compiled-in capabilities, run-time choices, profiles). It may use
+//! (the debug options: compiled-in capabilities, run-time choices, profiles), and
+//! `switches.rs` (the flags every path tests, derived from a config and its options in one
+//! place). It may use
 //! `platform/` and `meta/` (a policy sees runs as `RunRef`s and threads through `ArenaCtx`).
 
 pub mod purge;
 pub mod safety;
+pub(crate) mod switches;
 
 use crate::meta::run::{LinkPlace, RunLinks, RunRef};
 pub use crate::meta::thread::ArenaCtx;

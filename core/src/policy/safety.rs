@@ -200,25 +200,7 @@ pub struct Safety {
     pub zero_check: ZeroCheck,
 }
 
-/// The capabilities that fill freed memory.
-pub(crate) const FILLS: DebugCaps = DebugCaps::POISON.union(DebugCaps::ZERO);
-/// The capabilities with a hook on the free path.
-pub(crate) const ON_FREE: DebugCaps = FILLS
-    .union(DebugCaps::CANARY)
-    .union(DebugCaps::QUARANTINE)
-    .union(DebugCaps::GUARD);
-
 impl Safety {
-    /// Whether these options take the debug path on free (`hardening.rs`).
-    pub(crate) fn debug_free(&self) -> bool {
-        self.needs().intersects(ON_FREE)
-    }
-
-    /// Whether these options have a hook on the small allocation path (`hardening.rs`).
-    pub(crate) fn debug_alloc(&self) -> bool {
-        self.needs().intersects(FILLS.union(DebugCaps::JUNK))
-    }
-
     /// Every check off (the default profile).
     pub const OFF: Safety = Safety {
         poison: Poison::None,

@@ -12,7 +12,8 @@ use crate::meta::chunk::{ChunkHeader, LARGE, SMALL};
 use crate::meta::size_class::PAGE;
 use crate::platform::error::FreeError;
 use crate::platform::os;
-use crate::policy::safety::{DebugCaps, FILLS, JUNK_BYTE, ON_FREE};
+use crate::policy::safety::{DebugCaps, JUNK_BYTE};
+use crate::policy::switches::{FILLS, ON_ALLOC, ON_FREE};
 use crate::policy::Config;
 
 impl<C: Config> ArenaInner<C> {
@@ -20,7 +21,7 @@ impl<C: Config> ArenaInner<C> {
     /// handed out before (`fresh` false), junks it unless `zero`.
     #[inline(always)]
     pub(crate) fn on_alloc_small(&self, p: usize, size: usize, fresh: bool, zero: bool) {
-        if !(C::DEBUG.intersects(FILLS.union(DebugCaps::JUNK)) && self.debug_alloc) {
+        if !(C::DEBUG.intersects(ON_ALLOC) && self.switches.debug_alloc) {
             return;
         }
         if C::DEBUG.intersects(FILLS) && !fresh {
@@ -45,7 +46,7 @@ impl<C: Config> ArenaInner<C> {
     /// Whether freeing takes the debug path (`free_small_checked`, `free_large_checked`).
     #[inline(always)]
     pub(crate) fn checks_on_free(&self) -> bool {
-        C::DEBUG.intersects(ON_FREE) && self.debug_free
+        C::DEBUG.intersects(ON_FREE) && self.switches.debug_free
     }
 
     /// Whether the region at `addr` (live as far as its run knows) may be held in the

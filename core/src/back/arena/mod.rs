@@ -69,6 +69,7 @@ use crate::platform::os;
 use crate::platform::sync::UnsafeCell;
 use crate::policy::purge::{DirtyHistory, DirtyView, Purge};
 use crate::policy::safety::{DebugCaps, Safety};
+use crate::policy::switches::Switches;
 use crate::policy::{Config, Removal, RunReuse};
 use core::ptr;
 
@@ -262,10 +263,8 @@ pub(crate) struct ArenaInner<C: Config> {
     unusable_pick: Option<(usize, usize)>,
     /// The heap's debug options (`hardening.rs`).
     pub(crate) safety: Safety,
-    /// Whether freeing takes the debug path.
-    pub(crate) debug_free: bool,
-    /// Whether small allocations take the debug hook.
-    pub(crate) debug_alloc: bool,
+    /// What its paths switch on, derived from `safety` (`policy/switches.rs`).
+    pub(crate) switches: Switches,
     /// Freed allocations held back (`quarantine` option).
     pub(crate) quarantine: Quarantine,
 }
@@ -305,8 +304,7 @@ impl<C: Config> Arena<C> {
                 #[cfg(feature = "verification")]
                 unusable_pick: None,
                 safety,
-                debug_free: safety.debug_free(),
-                debug_alloc: safety.debug_alloc(),
+                switches: Switches::of::<C>(&safety),
                 quarantine: Quarantine::new(),
             }),
         }
