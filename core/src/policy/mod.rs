@@ -13,8 +13,8 @@
 //! `purge.rs` (when dirty pages and cached huge mappings go back to the OS) and `safety.rs`
 //! (the debug options: compiled-in capabilities, run-time choices, profiles), and
 //! `switches.rs` (the flags every path tests, derived from a config and its options in one
-//! place). It may use
-//! `platform/` and `meta/` (a policy sees runs as `RunRef`s and threads through `ArenaCtx`).
+//! place). It may use `platform/` and `meta/` (a policy sees runs as `RunRef`s and threads
+//! through `ArenaCtx`).
 
 pub mod purge;
 pub mod safety;
