@@ -53,7 +53,7 @@ pub use policy::{purge, safety};
 #[cfg(feature = "verification")]
 pub use back::arena::set_purge_hook;
 pub use back::arena::Arena;
-pub use heap::Heap;
+pub use heap::{Heap, Split};
 pub use invariants::{Violation, ViolationKind};
 pub use lock::LockStats;
 #[cfg(loom)]

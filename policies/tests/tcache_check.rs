@@ -32,9 +32,9 @@ fn both_settings_take_a_good_free_and_refuse_a_cached_double_free() {
         let (a, b) = two_regions(&heap);
         // SAFETY: live allocations of `heap`; `a`'s second free is refused without a write.
         unsafe {
-            assert!(heap.free_fast(a), "{check:?}");
+            assert!(heap.split().free_fast(a), "{check:?}");
             assert!(
-                !heap.free_fast(a),
+                !heap.split().free_fast(a),
                 "{check:?}: a cached double free was taken"
             );
             assert_eq!(
@@ -53,7 +53,7 @@ fn light_takes_an_aligned_interior_pointer_that_full_refuses_and_the_invariants_
     let full = heap(TcacheCheck::Full);
     let (a, _) = two_regions(&full);
     // SAFETY: refused without a write (the full checks find no region start there).
-    assert!(!unsafe { full.free_fast(a.wrapping_add(16)) });
+    assert!(!unsafe { full.split().free_fast(a.wrapping_add(16)) });
     full.check_invariants().unwrap();
 
     let light = heap(TcacheCheck::Light);
@@ -61,10 +61,10 @@ fn light_takes_an_aligned_interior_pointer_that_full_refuses_and_the_invariants_
     let inside = a.wrapping_add(16);
     // An unaligned one still goes to the locked path.
     // SAFETY: refused without a write (not 16-byte aligned).
-    assert!(!unsafe { light.free_fast(a.wrapping_add(8)) });
+    assert!(!unsafe { light.split().free_fast(a.wrapping_add(8)) });
     // SAFETY: the light checks take it: the cache writes its link and mark into `a`'s bytes
     // 16..32, which this test owns and never reads.
-    assert!(unsafe { light.free_fast(inside) });
+    assert!(unsafe { light.split().free_fast(inside) });
     let found = light.check_invariants().unwrap_err();
     assert!(format!("{found:?}").contains("cache"), "{found:?}");
     // The cache hands it out again (its top), and is then consistent: nothing is flushed, so

@@ -161,7 +161,7 @@ impl<C: Config> OpsOf<C> {
 
     fn malloc(size: usize) -> *mut u8 {
         let h = heap::<C>();
-        if let Some(p) = h.allocate_fast(size) {
+        if let Some(p) = h.split().malloc_fast(size) {
             return p;
         }
         Self::malloc_slow(size)
@@ -171,7 +171,7 @@ impl<C: Config> OpsOf<C> {
     /// function and this a tail call.
     #[inline(never)]
     fn malloc_slow(size: usize) -> *mut u8 {
-        let p = heap::<C>().allocate_slow(size, QUANTUM, false);
+        let p = heap::<C>().split().malloc_slow(size, QUANTUM, false);
         if p.is_null() {
             enomem();
         }
@@ -192,7 +192,7 @@ impl<C: Config> OpsOf<C> {
     /// As for `Heap::free`.
     unsafe fn free<const LIGHT: bool>(p: *mut u8) {
         // SAFETY: forwarded contract; `LIGHT` is the heap's own setting.
-        if unsafe { heap::<C>().free_fast_as(p, Self::check::<LIGHT>()) } {
+        if unsafe { heap::<C>().split().free_fast_as(p, Self::check::<LIGHT>()) } {
             return;
         }
         // SAFETY: forwarded contract.
@@ -211,7 +211,7 @@ impl<C: Config> OpsOf<C> {
         unsafe {
             let e = libc::__errno_location();
             let saved = *e;
-            heap::<C>().free_slow(p);
+            heap::<C>().split().free_slow(p);
             *e = saved;
         }
     }
@@ -223,7 +223,11 @@ impl<C: Config> OpsOf<C> {
     unsafe fn realloc<const LIGHT: bool>(p: *mut u8, size: usize) -> *mut u8 {
         // SAFETY: forwarded contract (`p` is not null: `entry::realloc` allocates for null);
         // `LIGHT` is the heap's own setting.
-        let fast = unsafe { heap::<C>().realloc_fast_as(p, size, Self::check::<LIGHT>()) };
+        let fast = unsafe {
+            heap::<C>()
+                .split()
+                .realloc_fast_as(p, size, Self::check::<LIGHT>())
+        };
         if let Some(q) = fast {
             return q;
         }
@@ -244,7 +248,9 @@ impl<C: Config> OpsOf<C> {
         unsafe {
             let e = libc::__errno_location();
             let saved = *e;
-            let q = heap::<C>().reallocate_slow(p, size, QUANTUM, usize::MAX);
+            let q = heap::<C>()
+                .split()
+                .realloc_slow(p, size, QUANTUM, usize::MAX);
             *e = if q.is_null() { libc::ENOMEM } else { saved };
             q
         }

@@ -68,19 +68,9 @@ impl<C: Config> Heap<C> {
         self.allocate_slow(size, align, zero)
     }
 
-    /// The thread cache's fast path of `malloc(size)`: a region popped from the calling
-    /// thread's cache, or `None` when [`Heap::allocate_slow`] must serve it.
-    #[inline(always)]
-    pub fn allocate_fast(&self, size: usize) -> Option<*mut u8> {
-        if !C::Front::CACHE {
-            return None;
-        }
-        self.alloc_from_cache(size, crate::meta::size_class::QUANTUM, false)
-    }
-
     /// `allocate` past the thread cache's fast path: everything.
     #[inline(never)]
-    pub fn allocate_slow(&self, size: usize, align: usize, zero: bool) -> *mut u8 {
+    pub(crate) fn allocate_slow(&self, size: usize, align: usize, zero: bool) -> *mut u8 {
         if !align.is_power_of_two() {
             return ptr::null_mut();
         }

@@ -225,36 +225,11 @@ impl<C: Config> Heap<C> {
     #[inline(always)]
     pub unsafe fn free(&self, ptr: *mut u8) {
         // SAFETY: forwarded contract.
-        if unsafe { self.free_fast(ptr) } {
+        if unsafe { self.split().free_fast(ptr) } {
             return;
         }
         // SAFETY: forwarded contract.
         unsafe { self.free_slow(ptr) }
-    }
-
-    /// The first half of [`Heap::free`]: frees `ptr` and returns true if the thread cache's
-    /// fast path takes it (no lock, no system call, no error possible); returns false having
-    /// done nothing otherwise. Then [`Heap::free_slow`] does the rest.
-    ///
-    /// # Safety
-    /// As for [`Heap::try_free`].
-    #[inline(always)]
-    pub unsafe fn free_fast(&self, ptr: *mut u8) -> bool {
-        // SAFETY: forwarded contract.
-        C::Front::CACHE && unsafe { self.free_to_cache(ptr as usize, None) }
-    }
-
-    /// [`Heap::free_fast`] for a caller that knows the heap's `Options::tcache_check` (a
-    /// dispatch table chosen when the heap was built, as liballoclab.so's): the check is a
-    /// constant instead of a flag read on every call. `check` must be the heap's setting or
-    /// `Full` (checking more is always allowed).
-    ///
-    /// # Safety
-    /// As for [`Heap::try_free`].
-    #[inline(always)]
-    pub unsafe fn free_fast_as(&self, ptr: *mut u8, check: TcacheCheck) -> bool {
-        // SAFETY: forwarded contract.
-        C::Front::CACHE && unsafe { self.free_to_cache(ptr as usize, Some(check)) }
     }
 
     /// The second half of [`Heap::free`]: everything but the thread cache's fast path (null,
@@ -263,7 +238,7 @@ impl<C: Config> Heap<C> {
     /// # Safety
     /// As for [`Heap::try_free`].
     #[inline(never)]
-    pub unsafe fn free_slow(&self, ptr: *mut u8) {
+    pub(crate) unsafe fn free_slow(&self, ptr: *mut u8) {
         if ptr.is_null() {
             return;
         }

@@ -45,11 +45,13 @@ mod free;
 mod front;
 mod init;
 mod realloc;
+mod split;
 mod stats;
 use crate::front::tcache::{self, CachePool};
 use crate::front::Front;
 
 pub mod fork;
+pub use split::Split;
 
 /// The state a heap maps on first use: its fields, then the arena slots (8 KiB, two pages of
 /// the three). `repr(C)` keeps the slots last, and `init` leaves them as the fresh mapping's

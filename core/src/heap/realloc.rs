@@ -34,36 +34,8 @@ impl<C: Config> Heap<C> {
         unsafe { self.reallocate_slow(ptr, new_size, align, copy_limit) }
     }
 
-    /// The thread cache's fast path of C's `realloc` (alignment 16, no copy limit) for a
-    /// non-null `ptr`: `Some` when it resized or moved a small region without a lock, `None`
-    /// when [`Heap::reallocate_slow`] must do it (which never makes a system call otherwise,
-    /// so a caller that keeps `errno` need only save it for that one).
-    ///
-    /// # Safety
-    /// As for [`Heap::reallocate`], with `ptr` not null.
-    #[inline(always)]
-    pub unsafe fn realloc_fast(&self, ptr: *mut u8, new_size: usize) -> Option<*mut u8> {
-        // SAFETY: forwarded contract.
-        unsafe { self.realloc_fast_with(ptr, new_size, None) }
-    }
-
-    /// [`Heap::realloc_fast`] with the cache's checks given by the caller, as for
-    /// [`Heap::free_fast_as`].
-    ///
-    /// # Safety
-    /// As for [`Heap::reallocate`], with `ptr` not null.
-    #[inline(always)]
-    pub unsafe fn realloc_fast_as(
-        &self,
-        ptr: *mut u8,
-        new_size: usize,
-        check: TcacheCheck,
-    ) -> Option<*mut u8> {
-        // SAFETY: forwarded contract.
-        unsafe { self.realloc_fast_with(ptr, new_size, Some(check)) }
-    }
-
-    /// Both of the above (`None`: the heap's setting, read from it).
+    /// The thread cache's fast path of `realloc` (alignment 16, no copy limit) for a
+    /// non-null `ptr`, its checks `check` (`None`: the heap's setting, read from it).
     ///
     /// # Safety
     /// As for [`Heap::reallocate`], with `ptr` not null.
@@ -94,7 +66,7 @@ impl<C: Config> Heap<C> {
     /// # Safety
     /// As for [`Heap::reallocate`], with `ptr` not null.
     #[inline(never)]
-    pub unsafe fn reallocate_slow(
+    pub(crate) unsafe fn reallocate_slow(
         &self,
         ptr: *mut u8,
         new_size: usize,
