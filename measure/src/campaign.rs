@@ -84,19 +84,35 @@ pub struct Difference {
 /// The fields on which `runs` (each a list of rendered fields, all of the same fields in the
 /// same order) do not all agree.
 pub fn differences(runs: &[Vec<(&'static str, String)>]) -> Vec<Difference> {
-    let Some(first) = runs.first() else {
-        return Vec::new();
-    };
-    (0..first.len())
-        .filter_map(|k| {
-            let values: Vec<String> = runs.iter().map(|r| r[k].1.clone()).collect();
-            values.iter().any(|v| *v != values[0]).then(|| Difference {
-                field: first[k].0,
-                values,
-            })
+    // By name, not position: a field named only when set (`syscalls`) makes runs' lists of
+    // different lengths, and a missing one differs from any value given.
+    let mut fields: Vec<&'static str> = Vec::new();
+    for (field, _) in runs.iter().flatten() {
+        if !fields.contains(field) {
+            fields.push(field);
+        }
+    }
+    fields
+        .into_iter()
+        .filter_map(|field| {
+            let values: Vec<String> = runs
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .find(|(f, _)| *f == field)
+                        .map_or_else(|| NOT_GIVEN.to_string(), |(_, v)| v.clone())
+                })
+                .collect();
+            values
+                .iter()
+                .any(|v| *v != values[0])
+                .then_some(Difference { field, values })
         })
         .collect()
 }
+
+/// The value `differences` gives a field that a run does not name.
+pub const NOT_GIVEN: &str = "(not given)";
 
 /// One line per difference, `field: A = value, B = other`, where runs holding the same
 /// value are named together (`part 1 and part 3 = ...`): with many shards, the odd one out is
@@ -212,6 +228,21 @@ mod tests {
              seed: part 1 and part 3 = 42, part 2 = 456, part 4 = 789"
         );
         assert!(differences(&runs[..1]).is_empty());
+    }
+
+    #[test]
+    fn a_field_named_in_one_run_only_is_a_difference_in_either_order() {
+        let a = test_fixture::results(3).plan;
+        let mut b = a.clone();
+        b.syscalls = true;
+        for (first, second) in [(&a, &b), (&b, &a)] {
+            let runs = vec![plan_fields(first), plan_fields(second)];
+            let diffs = differences(&runs);
+            let fields: Vec<&str> = diffs.iter().map(|d| d.field).collect();
+            assert_eq!(fields, ["syscalls"]);
+            let given = |p: &Plan| if p.syscalls { "true" } else { NOT_GIVEN };
+            assert_eq!(diffs[0].values, [given(first), given(second)]);
+        }
         assert!(differences(&[]).is_empty());
     }
 }

@@ -11,7 +11,8 @@
 //! The top layer: it puts the thread cache (`tcache/`) in front of the back end (`back/`),
 //! calls the debug wing (`debug/`) where an option is on, and keeps `fork()` safe for every
 //! heap (`fork.rs`). It may use every layer below. Its paths are one file each: `init.rs`,
-//! `alloc.rs`, `free.rs`, `realloc.rs`, `stats.rs`.
+//! `alloc.rs`, `free.rs`, `realloc.rs`, `stats.rs`; the debug wing's paths in the heap are
+//! `checked.rs`.
 
 use crate::back::arena::{Arena, ArenaInner};
 use crate::back::huge::Huge;
@@ -41,6 +42,7 @@ use core::marker::PhantomData;
 use core::ptr;
 
 mod alloc;
+mod checked;
 mod free;
 mod front;
 mod init;

@@ -172,42 +172,6 @@ impl<C: Config> Heap<C> {
         unsafe { self.move_to(ptr, usable, new_size, align, copy_limit) }
     }
 
-    /// `reallocate` of a small region that carries a canary, in place: true if `new_size`
-    /// (with its canary) asks for the region's own class, and then the canary has moved to
-    /// the new end. The old canary is checked first, as a free would, so an overflow made
-    /// before the resize is still reported; bytes a growth adds are junk when junk is on.
-    ///
-    /// # Safety
-    /// `addr` is a live small region of this heap of `usable` bytes, with a canary, that
-    /// belongs to the caller.
-    pub(super) unsafe fn resize_with_canary(
-        s: &Shared<C>,
-        addr: usize,
-        usable: usize,
-        new_size: usize,
-        align: usize,
-    ) -> bool {
-        let fits = new_size
-            .checked_add(CANARY_BYTES)
-            .and_then(|n| classify(n, align));
-        if !(matches!(fits, Some(SizeClass::Small(_)))
-            && fits.map(crate::meta::size_class::usable) == Some(usable)
-            && addr % align == 0)
-        {
-            return false;
-        }
-        // SAFETY: per the contract, the region is ours and has a canary.
-        unsafe {
-            crate::debug::checks::check_canary(addr, usable, "reallocated");
-            let old = crate::debug::checks::canary_size(addr, usable).unwrap_or(usable);
-            crate::debug::checks::write_canary(addr, new_size, usable);
-            if C::DEBUG.contains(DebugCaps::JUNK) && s.safety.junk && new_size > old {
-                crate::debug::checks::fill(addr + old, new_size - old, JUNK_BYTE);
-            }
-        }
-        true
-    }
-
     /// The moving part of `reallocate`: a new allocation, the bytes copied, the old one freed.
     ///
     /// # Safety
