@@ -67,7 +67,7 @@ pub enum ViolationKind {
     /// A huge allocation's record and the page map disagree.
     Huge(&'static str),
     /// A pointer said to be live is not an allocation of this heap.
-    NotLive(crate::FreeError),
+    NotLive(crate::platform::error::FreeError),
     /// Two live allocations overlap.
     Overlap {
         /// The other allocation.
