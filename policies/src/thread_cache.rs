@@ -1,6 +1,7 @@
-//! `ThreadCache<MAX_BYTES>`: a per-thread cache of small regions in front of the arenas, as
-//! jemalloc's tcache and tcmalloc's thread caches: each thread allocates from and frees to its
-//! own stacks, one per small class, without locks; stacks are filled from and flushed to the
+//! `ThreadCache<MAX_BYTES>`: a per-thread cache of small regions and large blocks up to 16 KiB
+//! in front of the arenas, as jemalloc's tcache and tcmalloc's thread caches: each thread
+//! allocates from and frees to its own stacks, one per small class and one per large class of
+//! one to four pages, without locks; stacks are filled from and flushed to the
 //! arenas in batches, and flushed when the thread exits. `MAX_BYTES` bounds what one thread's
 //! cache holds in one heap (1 MiB by default; `Options::tcache_max_bytes` overrides it): each
 //! class starts with a share of a quarter of it, and a class that overflows grows into the
@@ -14,7 +15,8 @@
 
 use alloclab_core::FrontEnd;
 
-/// A per-thread cache holding at most `MAX_BYTES` bytes of small regions per thread and heap.
+/// A per-thread cache holding at most `MAX_BYTES` bytes of small regions and large blocks (up to
+/// 16 KiB) per thread and heap.
 pub struct ThreadCache<const MAX_BYTES: usize = { 1024 * 1024 }>;
 
 impl<const MAX_BYTES: usize> FrontEnd for ThreadCache<MAX_BYTES> {

@@ -409,7 +409,7 @@ pub static OPTIONS: [Opt; 26] = [
         name: "tcache",
         values: "true|false|config",
         default: "config",
-        help: "a per-thread cache of small regions in front of the arenas (overrides config)",
+        help: "a per-thread cache of blocks up to 16 KiB in front of the arenas (overrides config)",
         set: |c, v| {
             c.tcache = from_config_or(v, &[("true", true), ("false", false)])?;
             Ok(())

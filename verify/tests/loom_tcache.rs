@@ -1,7 +1,7 @@
 //! Loom models of the thread cache: batched fills and flushes racing another thread's on one
 //! arena, a thread's exit flushing its cache while another thread reads statistics and checks
 //! invariants, and cross-thread frees into the freeing thread's cache (the conformance kit's
-//! model, with a cache).
+//! model, with a cache; and a large block of the cache's page classes).
 #![cfg(loom)]
 
 use alloclab_core::size_class::NBINS;
@@ -134,4 +134,60 @@ fn a_region_freed_by_another_thread_is_reused_there_then_goes_home() {
         assert_eq!(heap.stats().arena.small_allocated, 0);
         heap.check_invariants().unwrap();
     });
+}
+
+/// A cache whose one-page class starts with 2 blocks (fills take 1, then 2 once it grew) and
+/// whose two-page class with 1: a quarter of the bound shared by the four large classes.
+type Paged = ThreadCache<{ 4 * 4 * 2 * 4096 }>;
+
+#[test]
+fn a_large_block_freed_by_another_thread_is_reused_there_then_goes_home() {
+    // On a thread with a larger stack than loom's main thread, as `flush_race`: a fill of
+    // large blocks under loom's cells outgrows 32 KiB.
+    model(|| {
+        loom::thread::Builder::new()
+            .stack_size(alloclab_verify::loom::STACK_SIZE)
+            .spawn(|| {
+                large_block_goes_home();
+                alloclab_core::loom_thread_exit();
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    });
+}
+
+fn large_block_goes_home() {
+    {
+        let heap = Arc::new(Heap::<Using<Lifo, ThreadLocal, Paged>>::new());
+        let a = heap.malloc(4096) as usize;
+        let h = heap.clone();
+        let t = spawn(move || {
+            // SAFETY: `a` is live, handed over; freed once here, into this thread's cache.
+            unsafe { h.free(a as *mut u8) };
+            let c = h.malloc(4096) as usize;
+            assert_eq!(c, a, "this thread's cache serves the block it was given");
+            // SAFETY: live, freed once; the thread's exit flushes it to its own arena (ours).
+            unsafe { h.free(c as *mut u8) };
+        });
+        // A fill from our arena, racing the other thread's exit flush into it.
+        let d = heap.malloc(4096) as usize;
+        assert_ne!(d, 0);
+        t.join().unwrap();
+        heap.check_live(&mut [(d, 4096)]).unwrap();
+        let st = heap.stats();
+        assert_eq!((st.allocated, st.arena.large_allocated), (4096, 4096));
+        // SAFETY: live, freed once: into our cache, where a second free is refused.
+        unsafe {
+            heap.free(d as *mut u8);
+            assert!(heap.try_free(d as *mut u8).is_err());
+        }
+        // `d` and the other block of its fill: the class grew at the first fill (no free of it
+        // came before), so the second moved two.
+        assert_eq!(heap.stats().cached, 2 * 4096);
+        heap.flush_thread_cache();
+        let st = heap.stats();
+        assert_eq!((st.cached, st.arena.large_allocated), (0, 0));
+        heap.check_invariants().unwrap();
+    }
 }

@@ -102,6 +102,13 @@ impl<C: Config> Heap<C> {
                 }
             }
             Some(SizeClass::Large(pages)) => {
+                if C::Front::CACHE && s.switches.cache_on && pages <= NLARGE_CACHED && align <= PAGE
+                {
+                    let idx = NBINS + pages - 1;
+                    if let Some(p) = Front::<C>::alloc_cached(s, idx, size, zero) {
+                        return p;
+                    }
+                }
                 // Page-level activity: cached huge mappings past the purge policy's delay go
                 // back even if no huge block is allocated or freed again.
                 s.huge.tick();

@@ -42,6 +42,9 @@ impl<C: Config> Heap<C> {
                             }),
                         // SAFETY: a LARGE entry of our chunk, under the lock.
                         LARGE => unsafe { Self::large_at(chunk, page, e, addr) }.and_then(|at| {
+                            let cache_on = C::Front::CACHE && s.switches.cache_on;
+                            // SAFETY: the start of a large allocation (just validated).
+                            freed(cache_on && unsafe { s.caches.marked(addr) })?;
                             freed(inner.held_large(ChunkHeader::page_addr(chunk, page)))?;
                             Ok(Live::Large { chunk, page, at })
                         }),
@@ -195,6 +198,11 @@ impl<C: Config> Heap<C> {
                             SMALL => inner.free_small(chunk, page, e, addr),
                             LARGE => {
                                 let at = Self::large_at(chunk, page, e, addr)?;
+                                // In a thread's cache (which a thread without one, or one
+                                // exiting, frees past): freed already.
+                                if C::Front::CACHE && s.switches.cache_on && s.caches.marked(addr) {
+                                    return Err(FreeError::Freed);
+                                }
                                 if inner.checks_on_free() {
                                     return inner.free_large_checked(chunk, page, at);
                                 }

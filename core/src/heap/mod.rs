@@ -26,7 +26,8 @@ use crate::meta::chunk::{ChunkHeader, DIRTY, FREE, LARGE, SMALL};
 use crate::meta::page_map::{Owner, PageMap};
 use crate::meta::region::SmallRegion;
 use crate::meta::size_class::{
-    classify, round_up, SizeClass, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_USABLE_PAGES, PAGE,
+    classify, round_up, SizeClass, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_USABLE_PAGES, NBINS,
+    NLARGE_CACHED, PAGE,
 };
 use crate::meta::thread::{ArenaCtx, ArenaPool, Step, MAX_ARENAS};
 use crate::platform::error::FreeError;
@@ -133,7 +134,7 @@ pub struct Heap<C: Config> {
 /// Whether the thread cache's fast path takes a request of `size` bytes aligned to `align`.
 #[inline(always)]
 fn cacheable(size: usize, align: usize) -> bool {
-    align <= crate::meta::size_class::QUANTUM && size <= crate::meta::size_class::SMALL_MAX
+    align <= crate::meta::size_class::QUANTUM && size <= crate::meta::size_class::CACHE_MAX
 }
 
 impl<C: Config> Heap<C> {

@@ -36,6 +36,15 @@ pub const SMALL_MAX: usize = 3840;
 pub const LARGE_MAX: usize = CHUNK_USABLE_PAGES * PAGE;
 /// Number of small classes, hence bins per arena.
 pub const NBINS: usize = QUANTUM_MAX / QUANTUM + (SMALL_MAX - 2 * WIDE_STEP) / WIDE_STEP + 1;
+/// Largest request a thread cache serves: four pages (jemalloc's serves up to 32 KiB). Past
+/// the small classes come large ones of whole pages, which a cache holds as it holds regions,
+/// so that a page-sized block does not take the arena lock at every call.
+pub const CACHE_MAX: usize = 4 * PAGE;
+/// Large classes a thread cache holds: 1 to `CACHE_MAX / PAGE` pages.
+pub const NLARGE_CACHED: usize = CACHE_MAX / PAGE;
+/// A thread cache's classes: the small ones (`0..NBINS`), then the large ones
+/// (`NBINS + pages - 1`).
+pub const NCACHE: usize = NBINS + NLARGE_CACHED;
 /// Longest small run.
 pub const MAX_RUN_PAGES: usize = 16;
 /// Bytes of the fixed part of a run header (policy links and counters), before the bitmap.
@@ -123,18 +132,43 @@ pub const fn class_size(index: usize) -> usize {
 }
 
 /// Small class index for a request of `size` bytes (`1..=SMALL_MAX`; 0 is treated as 1): one
-/// load from a table indexed by the size in quanta, rounded up (`SIZE_TO_BIN`), instead of
-/// two spacings told apart by a branch. Sizes past `SMALL_MAX` are out of the table (a panic).
+/// load from a table indexed by the size in quanta, rounded up (`SIZE_TO_CLASS`), instead of
+/// two spacings told apart by a branch.
 #[inline(always)]
 pub const fn small_index(size: usize) -> usize {
-    // No overflow: callers pass at most `SMALL_MAX`. Not `div_ceil`, which compiles to a
+    debug_assert!(size <= SMALL_MAX);
+    cache_index(size)
+}
+
+/// The thread cache's class for a request of `size` bytes (`0..=CACHE_MAX`): the small class
+/// up to `SMALL_MAX`, then `NBINS + pages - 1`; the same one load as `small_index`. Sizes past
+/// `CACHE_MAX` are out of the table (a panic).
+#[inline(always)]
+pub const fn cache_index(size: usize) -> usize {
+    // No overflow: callers pass at most `CACHE_MAX`. Not `div_ceil`, which compiles to a
     // shift, a test and an add where this is an add and a shift.
     #[allow(clippy::manual_div_ceil)]
     let quanta = (size + (QUANTUM - 1)) / QUANTUM;
-    SIZE_TO_BIN[quanta] as usize
+    let class = SIZE_TO_CLASS[quanta] as usize;
+    // SAFETY: every entry of the table is below `NCACHE` (asserted where it is built, at
+    // compile time). Said here so that indexing a cache's classes with it needs no bounds
+    // check on the fast paths.
+    unsafe { core::hint::assert_unchecked(class < NCACHE) };
+    class
 }
 
-/// `small_index` by arithmetic: what `SIZE_TO_BIN` is built from (and tested against).
+/// Bytes of thread-cache class `idx` (`0..NCACHE`): a small class's region size, or a large
+/// class's pages.
+#[inline(always)]
+pub const fn cache_class_bytes(idx: usize) -> usize {
+    if idx < NBINS {
+        class_size(idx)
+    } else {
+        (idx - NBINS + 1) * PAGE
+    }
+}
+
+/// `small_index` by arithmetic: what `SIZE_TO_CLASS` is built from (and tested against).
 pub const fn small_index_by_steps(size: usize) -> usize {
     // `(size - 1) / step` counts whole steps below the size: the class's rank within its
     // spacing, without a division (the steps are powers of two) or a branch for 0.
@@ -145,15 +179,24 @@ pub const fn small_index_by_steps(size: usize) -> usize {
     }
 }
 
-/// The small class of every size in quanta, rounded up (entry `q` serves sizes
-/// `16 * (q - 1) + 1 ..= 16 * q`, entry 0 size 0): 241 bytes, four cache lines.
-const SIZE_TO_BIN: [u8; SMALL_MAX / QUANTUM + 1] = {
-    let mut t = [0u8; SMALL_MAX / QUANTUM + 1];
+/// The thread cache's class of every size in quanta, rounded up (entry `q` serves sizes
+/// `16 * (q - 1) + 1 ..= 16 * q`, entry 0 size 0): the small classes' part is 241 bytes, four
+/// cache lines; the large classes' part follows it.
+const SIZE_TO_CLASS: [u8; CACHE_MAX / QUANTUM + 1] = {
+    let mut t = [0u8; CACHE_MAX / QUANTUM + 1];
     let mut q = 0;
     while q < t.len() {
-        // Every size of the quantum has the class of its largest: the wide classes are
-        // multiples of the quantum.
-        t[q] = small_index_by_steps(q * QUANTUM) as u8;
+        // Every size of the quantum has the class of its largest: the wide classes and pages
+        // are multiples of the quantum.
+        let size = q * QUANTUM;
+        let class = if size <= SMALL_MAX {
+            small_index_by_steps(size)
+        } else {
+            NBINS + size.div_ceil(PAGE) - 1
+        };
+        // `cache_index` relies on it.
+        assert!(class < NCACHE && NCACHE <= u8::MAX as usize);
+        t[q] = class as u8;
         q += 1;
     }
     t
@@ -349,6 +392,31 @@ mod tests {
             );
         }
         assert_eq!(small_index(SMALL_MAX), NBINS - 1);
+    }
+
+    #[test]
+    fn cache_classes_are_the_small_ones_then_whole_pages() {
+        for size in 0..=CACHE_MAX {
+            let i = cache_index(size);
+            if size <= SMALL_MAX {
+                assert_eq!(i, small_index(size), "size {size}");
+                assert_eq!(cache_class_bytes(i), bin(i).size as usize);
+                continue;
+            }
+            // The class `classify` gives the request, as the cache's large classes hold it.
+            assert_eq!(
+                classify(size, QUANTUM),
+                Some(SizeClass::Large(i - NBINS + 1)),
+                "size {size}"
+            );
+            assert_eq!(
+                cache_class_bytes(i),
+                size.div_ceil(PAGE) * PAGE,
+                "size {size}"
+            );
+        }
+        assert_eq!(cache_index(SMALL_MAX + 1), NBINS);
+        assert_eq!(cache_index(CACHE_MAX), NCACHE - 1);
     }
 
     #[test]

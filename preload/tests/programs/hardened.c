@@ -132,6 +132,15 @@ int main(int argc, char **argv) {
     } else if (!strcmp(c, "usable-size-freed-large")) {
         free(big);
         printf("%zu\n", malloc_usable_size(big));
+    } else if (!strcmp(c, "double-free-page")) {
+        /* Two pages: a large block that a thread cache holds (up to 16 KiB). */
+        char *q = malloc(8192);
+        free(q);
+        free(q);
+    } else if (!strcmp(c, "usable-size-freed-page")) {
+        char *q = malloc(8192);
+        free(q);
+        printf("%zu\n", malloc_usable_size(q));
     } else if (!strcmp(c, "string-overflow")) {
         /* A full buffer read as a string: the canary's first byte ends it. */
         char *q = malloc(16);

@@ -58,6 +58,18 @@ impl<C: Config> ArenaInner<C> {
                 CHUNK_USABLE_PAGES
             }
         };
+        Some(self.take_run(n, len))
+    }
+
+    /// `take_pages` from the free runs there are: `None` rather than a new chunk.
+    pub(super) fn take_free_pages(&mut self, n: usize) -> Option<(*mut ChunkHeader, usize)> {
+        let len = self.avail.best_fit(n)?;
+        Some(self.take_run(n, len))
+    }
+
+    /// Takes the first `n` pages of the first free run of `len` pages (`len >= n`, and the
+    /// list of that length is not empty) and lists the rest.
+    fn take_run(&mut self, n: usize, len: usize) -> (*mut ChunkHeader, usize) {
         let e = self.avail.heads[len];
         let (chunk, page) = ChunkHeader::locate(e);
         // SAFETY: `e` heads a free run of `len` pages in one of our chunks.
@@ -67,7 +79,7 @@ impl<C: Config> ArenaInner<C> {
                 self.list_free_run(chunk, page + n, len - n);
             }
         }
-        Some((chunk, page))
+        (chunk, page)
     }
 
     /// Makes `page..page+len` a free run of the lists as it stands (ends written, listed),
@@ -171,6 +183,22 @@ impl<C: Config> ArenaInner<C> {
     /// # Safety
     /// The pages belong to one live small run or large allocation of this arena.
     pub(super) unsafe fn release_pages(&mut self, chunk: *mut ChunkHeader, page: usize, n: usize) {
+        // SAFETY: forwarded contract.
+        unsafe { self.release_pages_unconsulted(chunk, page, n) };
+        self.consult_purge(n);
+    }
+
+    /// `release_pages` without asking the purge policy: for one of a batch, whose caller asks
+    /// once for all of its pages (`consult_purge`), so that the policy's clock is read once.
+    ///
+    /// # Safety
+    /// As for `release_pages`.
+    pub(super) unsafe fn release_pages_unconsulted(
+        &mut self,
+        chunk: *mut ChunkHeader,
+        page: usize,
+        n: usize,
+    ) {
         for i in 0..n {
             // SAFETY: per the contract.
             unsafe { (*ChunkHeader::entry(chunk, page + i)).bits = FREE | DIRTY };
@@ -179,7 +207,6 @@ impl<C: Config> ArenaInner<C> {
         self.stats.active_pages -= n;
         // SAFETY: the pages are now free pages of our chunk.
         unsafe { self.coalesce_insert(chunk, page, n) };
-        self.consult_purge(n);
     }
 
     /// Asks the purge policy how many dirty pages may stay, `released` pages having just

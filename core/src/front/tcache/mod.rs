@@ -1,7 +1,10 @@
 //! The thread cache: what a front end with `FrontEnd::CACHE` puts in front of the arenas.
 //!
-//! Each thread that uses a heap gets one cache in it: per small class, a stack of regions
-//! (linked through each region's first word) and its count. `malloc` pops from the stack
+//! Each thread that uses a heap gets one cache in it: per class, a stack of blocks (linked
+//! through each block's first word) and its count. The classes are the small ones, whose
+//! blocks are regions of runs, and large ones of one to four pages (`CACHE_MAX`, 16 KiB),
+//! whose blocks are large allocations: a cache holds both alike, and hands each back to its
+//! arena's small or large path when it flushes. `malloc` pops from the stack
 //! without any lock or atomic read-modify-write; an empty stack is refilled with half its
 //! capacity from an arena under one lock. `free` validates the pointer (page map, page entry,
 //! region boundary, bitmap bit, cache mark; with `tcache_check:light` only the page map, the
@@ -11,7 +14,8 @@
 //! - **Bounds.** One thread's cache holds at most `FrontEnd::MAX_BYTES` (or
 //!   `Options::tcache_max_bytes`) bytes in one heap. Each class has a capacity, in regions:
 //!   it starts at an equal share of a quarter of the bound (at most `BASE_COUNT` regions; a
-//!   class whose regions do not fit goes to the arena directly), and fills and flushes move
+//!   class whose regions do not fit goes to the arena directly; the large classes share
+//!   another quarter among them), and fills and flushes move
 //!   half of the class's capacity at the time (at least its starting batch, half the starting
 //!   capacity; at most `MAX_BATCH`). A class whose stack overflows doubles its capacity
 //!   instead of flushing, up to `MAX_COUNT` regions and half the bound, as long as the
@@ -46,10 +50,13 @@ mod upkeep;
 use crate::back::arena::{Arena, ArenaInner};
 use crate::back::invariants::{Violation, ViolationKind};
 use crate::front::{Back, Front};
-use crate::meta::chunk::{ChunkHeader, SMALL};
+use crate::meta::chunk::{ChunkHeader, PageBits, LARGE, SMALL};
 use crate::meta::page_map::Owner;
 use crate::meta::region::SmallRegion;
-use crate::meta::size_class::{bin, small_index, CHUNK_HEADER_PAGES, NBINS, QUANTUM, SMALL_MAX};
+use crate::meta::size_class::{
+    cache_class_bytes, cache_index, CHUNK_HEADER_PAGES, NBINS, NCACHE, NLARGE_CACHED, PAGE,
+    QUANTUM, SMALL_MAX,
+};
 use crate::meta::thread;
 use crate::platform::error::FreeError;
 use crate::platform::lock::RawLock;
@@ -91,11 +98,11 @@ struct CacheBin {
 
 /// One thread's cache in one heap.
 pub(crate) struct Tcache {
-    bins: [CacheBin; NBINS],
+    bins: [CacheBin; NCACHE],
     /// Per class, its `absorbed` count at its last fill: a class that absorbed no free since
     /// then is one this thread only allocates (another thread frees it), whose fills grow.
     /// Apart from `bins`, so that a `CacheBin` stays five words (the fast paths index it).
-    absorbed_at_fill: [Cell<u64>; NBINS],
+    absorbed_at_fill: [Cell<u64>; NCACHE],
     /// Sum over the classes of capacity times region size: never above the bound.
     cap_bytes: Cell<usize>,
     /// `thread::thread_key()` of the thread it belongs to.
@@ -118,11 +125,11 @@ pub(crate) struct CachePool {
     /// `Options::tcache_check` is `Light`: the fast paths skip the boundary and bitmap checks.
     light: bool,
     /// Starting capacity of each class, in regions (0: not cached).
-    base: [u16; NBINS],
+    base: [u16; NCACHE],
     /// Regions one fill or flush of each class moves.
-    batch: [u16; NBINS],
+    batch: [u16; NCACHE],
     /// Capacity each class may grow to.
-    most: [u16; NBINS],
+    most: [u16; NCACHE],
     max_bytes: usize,
 }
 
@@ -141,10 +148,11 @@ impl CachePool {
             usize::MAX => F::MAX_BYTES,
             n => n,
         };
-        let share = max_bytes / 4 / NBINS;
-        let size = |i| bin(i).size as usize;
-        let base: [u16; NBINS] =
-            core::array::from_fn(|i| (share / size(i)).min(BASE_COUNT).min(MAX_COUNT) as u16);
+        // A quarter of the bound shared by the small classes, another by the large ones.
+        let share = |i| max_bytes / 4 / if i < NBINS { NBINS } else { NLARGE_CACHED };
+        let size = cache_class_bytes;
+        let base: [u16; NCACHE] =
+            core::array::from_fn(|i| (share(i) / size(i)).min(BASE_COUNT).min(MAX_COUNT) as u16);
         let batch = core::array::from_fn(|i| (base[i] / 2).clamp(base[i].min(1), MAX_BATCH as u16));
         let most = core::array::from_fn(|i| {
             (max_bytes / 2 / size(i)).clamp(base[i] as usize, MAX_COUNT) as u16
@@ -191,8 +199,8 @@ impl CachePool {
 
     /// Sum of the starting capacities in bytes.
     fn base_bytes(&self) -> usize {
-        (0..NBINS)
-            .map(|i| self.base(i) * bin(i).size as usize)
+        (0..NCACHE)
+            .map(|i| self.base(i) * cache_class_bytes(i))
             .sum()
     }
 
@@ -202,10 +210,11 @@ impl CachePool {
         addr ^ self.secret
     }
 
-    /// Whether the region at `addr` carries the cache mark.
+    /// Whether the block at `addr` carries the cache mark.
     ///
     /// # Safety
-    /// `addr` is a region of at least 16 bytes taken from a live run.
+    /// `addr` is a region of at least 16 bytes taken from a live run, or the start of a live
+    /// large allocation.
     #[inline(always)]
     pub(crate) unsafe fn marked(&self, addr: usize) -> bool {
         // SAFETY: per the contract the region is mapped and at least two words long.
@@ -294,7 +303,7 @@ impl Tcache {
             return false;
         }
         let new = (cap * 2).min(most);
-        let bytes = self.cap_bytes.get() + (new - cap) * bin(idx).size as usize;
+        let bytes = self.cap_bytes.get() + (new - cap) * cache_class_bytes(idx);
         if bytes > pool.max_bytes {
             return false;
         }
@@ -346,6 +355,18 @@ unsafe fn copy_short(from: usize, to: usize, n: usize) {
     }
 }
 
+/// The cache's class of the large allocation at `addr`, whose page's entry is `e`: whether
+/// the entry heads a large allocation of at most `NLARGE_CACHED` pages that starts at `addr`.
+/// (Read without the lock, the entry of a live allocation's head page is fixed while the
+/// allocation is; anything else is refused here or sorted out by the locked paths.)
+#[inline(always)]
+pub(crate) fn large_class(e: PageBits, addr: usize) -> Option<usize> {
+    let pages = e.len();
+    let ok =
+        e.kind() == LARGE && e.head() && addr % PAGE == 0 && pages.wrapping_sub(1) < NLARGE_CACHED;
+    ok.then(|| NBINS + pages - 1)
+}
+
 /// The arena of the chunk that holds `addr`.
 fn arena_of<C: Config>(addr: usize) -> *const Arena<C> {
     // SAFETY: callers pass regions of live chunks, whose headers are fixed.
@@ -360,7 +381,8 @@ fn arena_of<C: Config>(addr: usize) -> *const Arena<C> {
 /// checks with, which this checks again.
 #[inline(always)]
 unsafe fn give_back<C: Config>(inner: &mut ArenaInner<C>, addr: usize) {
-    // SAFETY: per the contract: the entry of a live run's page.
+    // SAFETY: per the contract: the entry of a live run's page, or of a large allocation's
+    // head page.
     unsafe {
         let chunk = ChunkHeader::of(addr);
         let page = ChunkHeader::page_index(addr);
@@ -368,6 +390,10 @@ unsafe fn give_back<C: Config>(inner: &mut ArenaInner<C>, addr: usize) {
         // A region taken unchecked (`tcache_check:light`) may be one whose run has gone since.
         let done = if e.kind() == SMALL && e.bin() < NBINS && e.run_offset() <= page {
             inner.free_small(chunk, page, e, addr)
+        } else if large_class(e, addr).is_some() {
+            // The purge policy is asked once for the flush (`flush`).
+            inner.free_large_in_batch(chunk, page, e.len());
+            Ok(())
         } else {
             Err(FreeError::NotAllocated)
         };

@@ -98,7 +98,7 @@ impl<C: Config> Front<C> {
     pub(crate) fn alloc_from_cache(s: &impl Back<C>, size: usize, zero: bool) -> Option<*mut u8> {
         // No `cache_on` test: a thread's memo holds a cache only in a heap whose cache is on
         // (only `alloc_cached` and `free_cached` bind one, and only there).
-        let idx = small_index(size);
+        let idx = cache_index(size);
         let v = thread::front_cache(s.heap_id())?;
         // SAFETY: the memo holds a live cache of this heap, the calling thread's own.
         let c = unsafe { &*(v as *const Tcache) };
@@ -108,16 +108,17 @@ impl<C: Config> Front<C> {
             return None;
         }
         if zero {
-            // SAFETY: a region of class `idx`, now the caller's.
-            unsafe { ptr::write_bytes(p as *mut u8, 0, bin(idx).size as usize) };
+            // SAFETY: a block of class `idx`, now the caller's.
+            unsafe { ptr::write_bytes(p as *mut u8, 0, cache_class_bytes(idx)) };
         }
         Some(p as *mut u8)
     }
 
-    /// The class of `addr` if it is a region of this heap taken from its run and not in any
-    /// cache, validated without a lock as `free_cached` does (page map, page entry, region
-    /// boundary, bitmap bit, cache mark); `None` for anything else, which the locked paths
-    /// then sort out (null, errors, large and huge allocations).
+    /// The class of `addr` if it is a region of this heap taken from its run, or a large
+    /// allocation of a cached class, and not in any cache, validated without a lock as
+    /// `free_cached` does (page map, page entry, region boundary, bitmap bit, cache mark; for
+    /// a large one, the head entry and its start); `None` for anything else, which the locked
+    /// paths then sort out (null, errors, other large and huge allocations).
     ///
     /// `check`: the heap's `Options::tcache_check` as the caller knows it, or `None` to read
     /// it from the heap.
@@ -127,6 +128,17 @@ impl<C: Config> Front<C> {
         addr: usize,
         check: Option<TcacheCheck>,
     ) -> Option<usize> {
+        let idx = Self::taken_class(s, addr, check)?;
+        // SAFETY: `taken_class` returns a small class (`idx < NBINS` checked) or a large one
+        // (`large_class`: at most `NBINS + NLARGE_CACHED - 1`). Said here because the two
+        // paths' ranges are lost where they join, and the fast path indexes the cache by it.
+        unsafe { core::hint::assert_unchecked(idx < NCACHE) };
+        Some(idx)
+    }
+
+    /// `taken_region`'s checks.
+    #[inline(always)]
+    fn taken_class(s: &impl Back<C>, addr: usize, check: Option<TcacheCheck>) -> Option<usize> {
         let Owner::Chunk(chunk) = s.page_map().lookup(addr) else {
             return None;
         };
@@ -149,17 +161,35 @@ impl<C: Config> Front<C> {
             // `tcache_check:light`: no boundary, no bitmap. Aligned, so that the mark's word
             // is inside the page (and most interior pointers still go to the locked path).
             // SAFETY: a 16-aligned address in a page of a live small run: two words mapped.
-            let taken = e.kind() == SMALL
-                && idx < NBINS
-                && addr % QUANTUM == 0
-                && !unsafe { s.caches().marked(addr) };
+            if !(e.kind() == SMALL && idx < NBINS) {
+                return Self::taken_large(s, e, addr);
+            }
+            // SAFETY: a 16-aligned address in a page of a live small run: two words mapped.
+            let taken = addr % QUANTUM == 0 && !unsafe { s.caches().marked(addr) };
             return taken.then_some(idx);
         }
-        let r = SmallRegion::locate(chunk, page, e, addr)?.ok()?;
+        let Some(r) = SmallRegion::locate(chunk, page, e, addr) else {
+            return Self::taken_large(s, e, addr);
+        };
+        let r = r.ok()?;
         // SAFETY: as in `free_cached`: the entry names a live run holding `addr`'s page; the
         // mark is read from a taken region.
         let free = unsafe { r.is_free() || s.caches().marked(addr) };
         (!free).then_some(r.idx)
+    }
+
+    /// `taken_region` for a pointer whose page's entry `e` names no small run: its class if
+    /// it starts a large allocation of a cached class (`large_class`) that is in no cache.
+    #[inline(always)]
+    fn taken_large(s: &impl Back<C>, e: PageBits, addr: usize) -> Option<usize> {
+        let idx = large_class(e, addr)?;
+        // Only where a cache is on (a memo holds one): in a heap with debug options, a large
+        // allocation held in the quarantine is inaccessible, and its mark is not read.
+        Self::memo_cache(s)?;
+        // SAFETY: the start of a large allocation (its head entry says so), in a heap whose
+        // cache is on, so one that nothing made inaccessible: a page mapped and readable.
+        let free = unsafe { s.caches().marked(addr) };
+        (!free).then_some(idx)
     }
 
     /// The calling thread's cache if it is in the thread's memo (the fast paths' way in).
@@ -225,7 +255,7 @@ impl<C: Config> Front<C> {
         // holds a cache), and its regions carry what this path does not move (a canary after
         // the requested bytes): the slow path resizes them.
         let c = Self::memo_cache(s)?;
-        let new = small_index(size);
+        let new = cache_index(size);
         if new == old {
             return Some(addr as *mut u8);
         }
@@ -237,7 +267,7 @@ impl<C: Config> Front<C> {
         if p == 0 {
             return None;
         }
-        let n = (bin(old).size as usize).min(size).min(copy_limit);
+        let n = cache_class_bytes(old).min(size).min(copy_limit);
         if n > SHORT_COPY {
             // Out of line and last: the call to `memcpy` (and the registers it makes this
             // path save) stays off the moves of short blocks, the common ones.
@@ -325,8 +355,8 @@ impl<C: Config> Front<C> {
             }
         }
         if zero {
-            // SAFETY: a region of class `idx`, now the caller's.
-            unsafe { ptr::write_bytes(p as *mut u8, 0, bin(idx).size as usize) };
+            // SAFETY: a block of class `idx`, now the caller's.
+            unsafe { ptr::write_bytes(p as *mut u8, 0, cache_class_bytes(idx)) };
         }
         Some(p as *mut u8)
     }
@@ -341,7 +371,13 @@ impl<C: Config> Front<C> {
         let n = c.moves(s.caches(), idx);
         let mut taken = [0usize; MAX_BATCH];
         let taken = &mut taken[..n];
-        let got = a.with(|inner| inner.alloc_small_batch(idx, taken, a, a.index(), s.page_map()));
+        let got = a.with(|inner| {
+            if idx < NBINS {
+                inner.alloc_small_batch(idx, taken, a, a.index(), s.page_map())
+            } else {
+                inner.alloc_large_batch(idx - NBINS + 1, taken, a, a.index(), s.page_map())
+            }
+        });
         if got == 0 {
             return 0;
         }
@@ -373,8 +409,8 @@ impl<C: Config> Front<C> {
     }
 
     /// `free` of `addr` in chunk `chunk`, page `page`, through the calling thread's cache;
-    /// `None` when it is not a cached class's region or the thread has no cache (the caller
-    /// then frees it under the arena lock, which also validates it).
+    /// `None` when it is not a cached class's region or large allocation, or the thread has no
+    /// cache (the caller then frees it under the arena lock, which also validates it).
     ///
     /// # Safety
     /// `chunk` is a live chunk of this heap (from the page map), `page` the page of `addr` in
@@ -387,30 +423,35 @@ impl<C: Config> Front<C> {
         addr: usize,
     ) -> Option<Result<(), FreeError>> {
         // Without the lock: the entry of a page of a live run does not change while one of its
-        // regions is taken, which is what a valid `addr` is; anything else is refused below or
-        // by the locked path.
+        // regions is taken, nor a large allocation's head entry while it is live, which is
+        // what a valid `addr` is; anything else is refused below or by the locked path.
         // SAFETY: per the contract.
         let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
-        if !SmallRegion::names_a_run(e, page) {
-            return None;
-        }
-        let idx = e.bin_unmasked();
+        let idx = if SmallRegion::names_a_run(e, page) {
+            e.bin_unmasked()
+        } else {
+            large_class(e, addr)?
+        };
         if s.caches().base(idx) == 0 {
             return None;
         }
         let c = Self::thread_cache(s)?;
-        let r = match SmallRegion::at(chunk, page, e, idx, addr) {
-            Ok(r) => r,
-            Err(err) => return Some(Err(err)),
-        };
-        // SAFETY: the entry names a live run holding `addr`'s page; the mark is read from a
-        // region taken from its run (bit clear).
-        unsafe {
-            if r.is_free() {
+        if idx < NBINS {
+            let r = match SmallRegion::at(chunk, page, e, idx, addr) {
+                Ok(r) => r,
+                Err(err) => return Some(Err(err)),
+            };
+            // SAFETY: the entry names a live run holding `addr`'s page.
+            if unsafe { r.is_free() } {
                 // Back in its run: the locked path says whether it was freed or never
                 // allocated.
                 return None;
             }
+        }
+        // SAFETY: the mark is read from a region taken from its run (bit clear) or from the
+        // start of a large allocation; the block is ours to push once it is known not to be
+        // in a cache.
+        unsafe {
             if s.caches().marked(addr) {
                 // In a cache: freed already.
                 return Some(Err(FreeError::Freed));
@@ -468,6 +509,9 @@ impl<C: Config> Front<C> {
                     // SAFETY: a region of a live run of this arena, under its lock.
                     unsafe { give_back(inner, r) };
                 }
+                if idx >= NBINS {
+                    inner.large_batch_freed(regions.len() * (idx - NBINS + 1));
+                }
             });
             return;
         }
@@ -477,12 +521,17 @@ impl<C: Config> Front<C> {
             // SAFETY: the chunk of a cached region is live; its arena field is fixed.
             let a = unsafe { &*arena };
             a.with(|inner| {
+                let mut given = 0;
                 for r in regions[done..].iter_mut() {
                     if *r != 0 && arena_of::<C>(*r) == arena {
                         // SAFETY: a region of a live run of this arena, under its lock.
                         unsafe { give_back(inner, *r) };
                         *r = 0;
+                        given += 1;
                     }
+                }
+                if idx >= NBINS {
+                    inner.large_batch_freed(given * (idx - NBINS + 1));
                 }
             });
             while done < regions.len() && regions[done] == 0 {

@@ -13,16 +13,17 @@ impl<C: Config> Front<C> {
         }
     }
 
-    /// Turns the arenas' counts of regions leaving and entering runs into the program's: the
-    /// regions held by thread caches move from `live` to `cached`, frees count those the
-    /// caches took instead of those they gave back, and allocations are frees plus live.
+    /// Turns the arenas' counts of blocks leaving and entering runs and pages into the
+    /// program's: the blocks held by thread caches move from `live` (and, for the large ones,
+    /// from `large_allocated`) to `cached`, frees count those the caches took instead of those
+    /// they gave back, and allocations are frees plus live.
     pub(crate) fn account_caches(s: &impl Back<C>, st: &mut crate::back::stats::Stats) {
         if !C::Front::CACHE {
             return;
         }
-        let mut cached = [0usize; NBINS];
-        let mut absorbed = [0u64; NBINS];
-        let mut flushed = [0u64; NBINS];
+        let mut cached = [0usize; NCACHE];
+        let mut absorbed = [0u64; NCACHE];
+        let mut flushed = [0u64; NCACHE];
         s.caches().with(|l| {
             for mut c in [l.live, l.spare] {
                 while !c.is_null() {
@@ -45,8 +46,21 @@ impl<C: Config> Front<C> {
             b.live = b.live.saturating_sub(n);
             b.frees = (b.frees + absorbed[i]).saturating_sub(flushed[i]);
             b.allocations = b.frees + b.live as u64;
-            bytes += n * bin(i).size as usize;
+            bytes += n * cache_class_bytes(i);
         }
+        // The large classes: the arena counted a block a cache holds as allocated and live.
+        let a = &mut st.arena;
+        let mut large_bytes = 0;
+        for i in NBINS..NCACHE {
+            let n = cached[i];
+            large_bytes += n * cache_class_bytes(i);
+            a.large_frees = (a.large_frees + absorbed[i]).saturating_sub(flushed[i]);
+            a.large_allocations = (a.large_allocations + absorbed[i])
+                .saturating_sub(flushed[i])
+                .saturating_sub(n as u64);
+        }
+        a.large_allocated = a.large_allocated.saturating_sub(large_bytes);
+        bytes += large_bytes;
         st.cached = bytes;
         st.allocated = st.allocated.saturating_sub(bytes);
     }
@@ -78,8 +92,8 @@ impl<C: Config> Front<C> {
                     if cap < s.caches().base(i) || cap > s.caches().most[i] as usize {
                         return bad("a class's capacity is outside its range");
                     }
-                    bytes += n * bin(i).size as usize;
-                    cap_bytes += cap * bin(i).size as usize;
+                    bytes += n * cache_class_bytes(i);
+                    cap_bytes += cap * cache_class_bytes(i);
                 }
                 if bytes > s.caches().max_bytes || cap_bytes > s.caches().max_bytes {
                     return bad("a cache holds, or may hold, more bytes than its bound");
@@ -117,13 +131,16 @@ impl<C: Config> Front<C> {
                         // SAFETY: our chunk, under its arena's lock.
                         unsafe {
                             let e = (*ChunkHeader::entry(chunk, page)).get();
+                            if idx >= NBINS {
+                                return large_class(e, p) == Some(idx);
+                            }
                             e.kind() == SMALL
                                 && e.bin() == idx
                                 && ArenaInner::<C>::small_usable(chunk, page, e, p).is_ok()
                         }
                     });
                 if !ok {
-                    return bad("a cached region is not a taken region of its class", p);
+                    return bad("a cached block is not a taken block of its class", p);
                 }
                 // SAFETY: a taken region of this heap.
                 if !unsafe { s.caches().marked(p) } {
