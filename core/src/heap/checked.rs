@@ -1,10 +1,11 @@
 //! The debug wing's side of the heap: the paths a debug option takes instead of the plain
 //! ones. Sampled allocations (the sampling decision, slow and fast, and the guarded slot),
 //! the checked allocation path (`malloc(0)` into the inaccessible region, canaries after
-//! small allocations, guard pages after large ones, junk) and the canary's in-place resize.
-//! The plain paths (`alloc.rs`, `free.rs`, `realloc.rs`) call here only where a switch
-//! (`policy/switches.rs`) and the config's compiled-in capabilities say so, so a config
-//! without a capability compiles these calls away.
+//! small allocations, guard pages after large ones, junk), and the checked reallocation path
+//! (the canary's in-place resize, no in-place growth into a guard page, the new request
+//! recorded). The plain paths (`alloc.rs`, `free.rs`, `realloc.rs`) call here only where a
+//! switch (`policy/switches.rs`) and the config's compiled-in capabilities say so, so a
+//! config without a capability compiles these calls away.
 
 use super::*;
 
@@ -166,6 +167,76 @@ impl<C: Config> Heap<C> {
             Some(SizeClass::Huge(bytes)) => s.huge.alloc(bytes, align, zero, &s.base, &s.map),
             None => ptr::null_mut(),
         }
+    }
+
+    /// `reallocate` past its lookup, with the debug options that act on the allocation itself
+    /// on (the wing of `reallocate_slow`, as `allocate_checked` is of `allocate_slow`): a
+    /// small region with a canary is resized in place by `resize_with_canary`; a large
+    /// allocation is resized in place only when guard pages are off, and records its new
+    /// request; anything else as the plain path does, then moved.
+    ///
+    /// # Safety
+    /// As for `Heap::reallocate`; `live` is what `ptr` is, `new_class` the class of
+    /// `new_size` at `align`.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn reallocate_checked(
+        &self,
+        s: &Shared<C>,
+        ptr: *mut u8,
+        live: Live,
+        new_class: SizeClass,
+        new_size: usize,
+        align: usize,
+        copy_limit: usize,
+    ) -> *mut u8 {
+        let usable = match live {
+            Live::Small { usable } if C::DEBUG.contains(DebugCaps::CANARY) && s.safety.canary => {
+                // SAFETY: a live small region of `usable` bytes with a canary, the caller's.
+                if unsafe { Self::resize_with_canary(s, ptr as usize, usable, new_size, align) } {
+                    return ptr;
+                }
+                self.small_usable(ptr as usize, usable)
+            }
+            Live::Small { usable } => {
+                if Self::same_small_class(new_class, usable) {
+                    return ptr;
+                }
+                usable
+            }
+            Live::ZeroSize => 0,
+            Live::Sampled { size } => size,
+            Live::Large { chunk, page, at }
+                if !(C::DEBUG.contains(DebugCaps::GUARD) && s.safety.guard) =>
+            {
+                let record = |chunk, page| {
+                    if let SizeClass::Large(new_pages) = new_class {
+                        let end = ptr as usize + new_pages * PAGE;
+                        // SAFETY: the allocation was just resized to `new_pages` pages from
+                        // `ptr`, under its arena's lock; `new_size` fits in them.
+                        unsafe { guard::record_request(chunk, page, ptr as usize, end, new_size) };
+                    }
+                };
+                // SAFETY: `live` validated the allocation, which has no guard page.
+                if unsafe {
+                    Self::resize_large_in_place(ptr, chunk, page, at, new_class, align, record)
+                } {
+                    return ptr;
+                }
+                at.usable
+            }
+            Live::Large { at, .. } => at.usable,
+            Live::Huge { rec, usable } => {
+                // SAFETY: `live` validated the record and start.
+                let resized = unsafe { Self::resize_huge_in_place(s, ptr, rec, new_class, align) };
+                if let Some(p) = resized {
+                    return p;
+                }
+                usable
+            }
+        };
+        // SAFETY: per the contract; `usable` is the allocation's usable size.
+        unsafe { self.move_to(ptr, usable, new_size, align, copy_limit) }
     }
 
     /// `reallocate` of a small region that carries a canary, in place: true if `new_size`

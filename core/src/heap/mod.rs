@@ -24,7 +24,6 @@ use crate::debug::zero_size::ZeroSize;
 use crate::meta::base::Base;
 use crate::meta::chunk::{ChunkHeader, DIRTY, FREE, LARGE, SMALL};
 use crate::meta::page_map::{Owner, PageMap};
-use crate::meta::region::SmallRegion;
 use crate::meta::size_class::{
     classify, round_up, SizeClass, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_USABLE_PAGES, NBINS,
     NLARGE_CACHED, PAGE,

@@ -112,64 +112,104 @@ impl<C: Config> Heap<C> {
         let Some(s) = self.shared_if_init() else {
             return ptr::null_mut();
         };
+        if C::DEBUG.intersects(ALLOC_HOOKS) && s.switches.alloc_hooks {
+            // SAFETY: forwarded contract; `live` is what `ptr` is.
+            return unsafe {
+                self.reallocate_checked(s, ptr, live, new_class, new_size, align, copy_limit)
+            };
+        }
         let usable = match live {
-            Live::Small { usable } if C::DEBUG.contains(DebugCaps::CANARY) && s.safety.canary => {
-                // SAFETY: a live small region of `usable` bytes with a canary, the caller's.
-                if unsafe { Self::resize_with_canary(s, ptr as usize, usable, new_size, align) } {
-                    return ptr;
-                }
-                self.small_usable(ptr as usize, usable)
-            }
             Live::Small { usable } => {
-                if crate::meta::size_class::usable(new_class) == usable
-                    && matches!(new_class, SizeClass::Small(_))
-                {
+                if Self::same_small_class(new_class, usable) {
                     return ptr;
                 }
                 usable
             }
             Live::ZeroSize => 0,
             Live::Sampled { size } => size,
-            Live::Large {
-                chunk,
-                page,
-                at: LargeAt { pages, .. },
-            } if !(C::DEBUG.contains(DebugCaps::GUARD) && s.safety.guard) => {
-                if let SizeClass::Large(new_pages) = new_class {
-                    if align <= PAGE || (ptr as usize) % align == 0 {
-                        // SAFETY: `live` validated the allocation; its arena is the chunk's.
-                        let arena = unsafe { &*((*chunk).arena as *const Arena<C>) };
-                        // SAFETY: a live large allocation of that arena, under its lock.
-                        if arena.with(|inner| unsafe {
-                            let done = inner.resize_large(chunk, page, pages, new_pages);
-                            if done && s.switches.alloc_hooks {
-                                let end = ptr as usize + new_pages * PAGE;
-                                guard::record_request(chunk, page, ptr as usize, end, new_size);
-                            }
-                            done
-                        }) {
-                            return ptr;
-                        }
-                    }
+            Live::Large { chunk, page, at } => {
+                // SAFETY: `live` validated the allocation.
+                if unsafe {
+                    Self::resize_large_in_place(ptr, chunk, page, at, new_class, align, |_, _| {})
+                } {
+                    return ptr;
                 }
-                pages * PAGE
+                at.usable
             }
-            Live::Large { at, .. } => at.usable,
             Live::Huge { rec, usable } => {
-                if let SizeClass::Huge(bytes) = new_class {
-                    if (ptr as usize) % align.max(CHUNK) == 0 {
-                        // SAFETY: `live` validated the record and start.
-                        let p = unsafe { s.huge.resize(rec, bytes, &s.map) };
-                        if !p.is_null() {
-                            return p;
-                        }
-                    }
+                // SAFETY: `live` validated the record and start.
+                let resized = unsafe { Self::resize_huge_in_place(s, ptr, rec, new_class, align) };
+                if let Some(p) = resized {
+                    return p;
                 }
                 usable
             }
         };
         // SAFETY: per the contract; `usable` is the allocation's usable size.
         unsafe { self.move_to(ptr, usable, new_size, align, copy_limit) }
+    }
+
+    /// Whether a small region of `usable` bytes already serves a request of class `new_class`.
+    #[inline(always)]
+    pub(super) fn same_small_class(new_class: SizeClass, usable: usize) -> bool {
+        matches!(new_class, SizeClass::Small(_))
+            && crate::meta::size_class::usable(new_class) == usable
+    }
+
+    /// Resizes the large allocation `at` (head page `page` of `chunk`, starting at `ptr`) to
+    /// `new_class` where it is, if that is a large class and the pages after it allow;
+    /// `under_lock(chunk, page)` runs after a resize, under the arena lock. Whether it did.
+    ///
+    /// # Safety
+    /// `at` is a live large allocation of this heap, the caller's, without a guard page.
+    pub(super) unsafe fn resize_large_in_place(
+        ptr: *mut u8,
+        chunk: *mut ChunkHeader,
+        page: usize,
+        at: LargeAt,
+        new_class: SizeClass,
+        align: usize,
+        under_lock: impl FnOnce(*mut ChunkHeader, usize),
+    ) -> bool {
+        let SizeClass::Large(new_pages) = new_class else {
+            return false;
+        };
+        if !(align <= PAGE || (ptr as usize) % align == 0) {
+            return false;
+        }
+        // SAFETY: per the contract; its arena is the chunk's.
+        let arena = unsafe { &*((*chunk).arena as *const Arena<C>) };
+        // SAFETY: a live large allocation of that arena, under its lock.
+        arena.with(|inner| unsafe {
+            let done = inner.resize_large(chunk, page, at.pages, new_pages);
+            if done {
+                under_lock(chunk, page);
+            }
+            done
+        })
+    }
+
+    /// Resizes the huge allocation of record `rec` at `ptr` to `new_class` if that is a huge
+    /// class (in place, or by moving the mapping); the new address, or `None`.
+    ///
+    /// # Safety
+    /// `rec` is the live huge record of `ptr`, the caller's.
+    pub(super) unsafe fn resize_huge_in_place(
+        s: &Shared<C>,
+        ptr: *mut u8,
+        rec: usize,
+        new_class: SizeClass,
+        align: usize,
+    ) -> Option<*mut u8> {
+        let SizeClass::Huge(bytes) = new_class else {
+            return None;
+        };
+        if (ptr as usize) % align.max(CHUNK) != 0 {
+            return None;
+        }
+        // SAFETY: per the contract.
+        let p = unsafe { s.huge.resize(rec, bytes, &s.map) };
+        (!p.is_null()).then_some(p)
     }
 
     /// The moving part of `reallocate`: a new allocation, the bytes copied, the old one freed.
@@ -199,32 +239,16 @@ impl<C: Config> Heap<C> {
     }
 
     /// The small class of `addr` if it is a taken region of a small run, checked without the
-    /// arena lock as the thread cache's free does (page map, page entry, region boundary,
-    /// bitmap bit, cache mark); `None` for anything else, which the locked path then decides
-    /// (and reports).
+    /// arena lock by the thread cache's validator (`Front::taken_region` with its full checks:
+    /// page map, page entry, region boundary, bitmap bit, cache mark); `None` for anything
+    /// else, which the locked path then decides (and reports).
     ///
     /// # Safety
     /// `s` is this heap's state, with no debug option on (`plain`: the region is exactly its
     /// class's size and nothing else holds pointers).
     #[inline(always)]
     pub(super) unsafe fn taken_small(s: &Shared<C>, addr: usize) -> Option<usize> {
-        let Owner::Chunk(c) = s.map.lookup(addr) else {
-            return None;
-        };
-        let chunk = c as *mut ChunkHeader;
-        let page = ChunkHeader::page_index(addr);
-        if page < CHUNK_HEADER_PAGES {
-            return None;
-        }
-        // SAFETY: a live chunk of ours (page map), past its header pages. The entry of a page
-        // of a live run does not change while one of its regions is taken, which is what a
-        // valid `addr` is; anything else is refused below or by the locked path.
-        let e = unsafe { (*ChunkHeader::entry(chunk, page)).get() };
-        let r = SmallRegion::locate(chunk, page, e, addr)?.ok()?;
-        // SAFETY: the entry names a live run holding `addr`'s page; the mark is read from a
-        // region taken from its run (bit clear).
-        let taken = unsafe { !(r.is_free() || (C::Front::CACHE && s.caches.marked(addr))) };
-        taken.then_some(r.idx)
+        Front::<C>::taken_region(s, addr, Some(TcacheCheck::Full)).filter(|&idx| idx < NBINS)
     }
 
     /// C's `realloc`: alignment 16; `new_size` 0 frees nothing and returns a minimal allocation.
