@@ -25,7 +25,7 @@
 //!   thread plus one `free` on the second, with whatever refills and flushes (alloclab) or
 //!   remote frees and their collection (mimalloc) that costs on average.
 
-use alloclab::configs::LifoTcache;
+use alloclab::configs::{LifoTcache, LifoTcacheMailbox};
 use alloclab::Heap;
 use std::hint::black_box;
 use std::process::{Command, ExitCode};
@@ -59,6 +59,22 @@ impl Alloc for Alloclab {
     unsafe fn free(p: *mut u8) {
         // SAFETY: forwarded contract.
         unsafe { HEAP.free(p) }
+    }
+}
+
+static MAILED: Heap<LifoTcacheMailbox> = Heap::new();
+
+/// `lifo-tcache-mailbox`: the same heap with the `Mailbox` remote-free policy.
+struct AlloclabMailbox;
+impl Alloc for AlloclabMailbox {
+    #[inline(never)]
+    fn malloc(size: usize) -> *mut u8 {
+        MAILED.malloc(size)
+    }
+    #[inline(never)]
+    unsafe fn free(p: *mut u8) {
+        // SAFETY: forwarded contract.
+        unsafe { MAILED.free(p) }
     }
 }
 
@@ -156,9 +172,10 @@ fn one_run(subject: &str, mode: &str, size: usize, n: usize) {
         ("mimalloc", "local") => run_local::<Mimalloc>(size, n),
         ("empty", "local") => run_local::<Empty>(size, n),
         ("alloclab", "cross") => run_cross::<Alloclab>(size, n),
+        ("alloclab-mailbox", "cross") => run_cross::<AlloclabMailbox>(size, n),
         ("mimalloc", "cross") => run_cross::<Mimalloc>(size, n),
         ("empty", "cross") => run_cross::<Empty>(size, n),
-        _ => panic!("usage: instructions alloclab|mimalloc|empty local|cross <size> <pairs>"),
+        _ => panic!("usage: instructions alloclab|alloclab-mailbox|mimalloc|empty local|cross <size> <pairs>"),
     }
 }
 
@@ -253,7 +270,12 @@ fn main() -> ExitCode {
         "mode", "size", "alloclab", "mimalloc", "ratio", "budget"
     );
     let mut failed = Vec::new();
-    for mode in ["local", "cross"] {
+    // `cross-mailbox`: the cross shape with `lifo-tcache-mailbox` as alloclab.
+    for row in ["local", "cross", "cross-mailbox"] {
+        let (mode, alloclab) = match row {
+            "cross-mailbox" => ("cross", "alloclab-mailbox"),
+            _ => (row, "alloclab"),
+        };
         let empty = match per_pair("empty", mode, 16) {
             Ok(e) => e,
             Err(e) => {
@@ -263,7 +285,7 @@ fn main() -> ExitCode {
         };
         for size in SIZES {
             let (a, m) = match (
-                per_pair("alloclab", mode, size),
+                per_pair(alloclab, mode, size),
                 per_pair("mimalloc", mode, size),
             ) {
                 (Ok(a), Ok(m)) => (a - empty, m - empty),
@@ -275,20 +297,20 @@ fn main() -> ExitCode {
             let ratio = a / m;
             let max = budget
                 .iter()
-                .find(|(bm, bs, _)| bm == mode && *bs == size)
+                .find(|(bm, bs, _)| bm == row && *bs == size)
                 .map(|b| b.2);
             let verdict = match max {
                 None => "no budget".to_string(),
                 Some(max) if ratio <= max => "ok".to_string(),
                 Some(max) => {
-                    failed.push(format!("{mode} {size}: {ratio:.3} > {max}"));
+                    failed.push(format!("{row} {size}: {ratio:.3} > {max}"));
                     "OVER BUDGET".to_string()
                 }
             };
             let max = max.map_or("-".to_string(), |m| format!("{m:.2}"));
-            println!("{mode:<6} {size:>5} {a:>10.2} {m:>10.2} {ratio:>7.3} {max:>7}  {verdict}");
+            println!("{row:<6} {size:>5} {a:>10.2} {m:>10.2} {ratio:>7.3} {max:>7}  {verdict}");
         }
-        println!("{mode:<6} (empty loop: {empty:.2} per pair, subtracted)");
+        println!("{row:<6} (empty loop: {empty:.2} per pair, subtracted)");
     }
     if failed.is_empty() {
         return ExitCode::SUCCESS;

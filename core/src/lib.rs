@@ -62,7 +62,7 @@ pub use meta::thread::MAX_ARENAS;
 pub use os::Syscalls;
 pub use platform::error::FreeError;
 pub use policy::{
-    ArenaChoice, ArenaCtx, Config, FrontEnd, Options, Removal, RunReuse, TcacheCheck,
+    ArenaChoice, ArenaCtx, Config, FrontEnd, Options, RemoteFree, Removal, RunReuse, TcacheCheck,
 };
 pub use purge::{Decay, Purge, PurgePolicy, Threshold};
 pub use run::{LinkPlace, RunRef};

@@ -5,8 +5,9 @@
 //! cannot be accepted by liballoclab.so's `ALLOCLAB_CONF` without being built, nor built
 //! without being listed by its `help`. It writes:
 //!
-//! - the `Reuse` and `Arenas` enums, their `(name, value)` tables (`REUSE`, `ARENAS`) and
-//!   their names joined by `|` (`REUSE_CHOICES`, `ARENAS_CHOICES`);
+//! - the `Reuse`, `Arenas` and `Remote` enums, their `(name, value)` tables (`REUSE`,
+//!   `ARENAS`, `REMOTE`) and their names joined by `|` (`REUSE_CHOICES`, `ARENAS_CHOICES`,
+//!   `REMOTE_CHOICES`);
 //! - each named config's type (`impl Config`), `NAMES`, `NAMED` (the same configs as values)
 //!   and `CONFIG_CHOICES`;
 //! - `Policies::visit`, the static match from values to the concrete types;
@@ -26,12 +27,15 @@ macro_rules! catalogue {
         arenas {
             $( $(#[$arenas_doc:meta])* $arenas:ident = $arenas_name:literal => $arenas_ty:ty, )+
         }
+        remote {
+            $( $(#[$remote_doc:meta])* $remote:ident = $remote_name:literal => $remote_ty:ty, )+
+        }
         configs {
             $(
                 $(#[$config_doc:meta])*
                 $config:ident = $config_name:literal: reuse $config_reuse:ident,
                 current_run $config_current_run:tt, arenas $config_arenas:ident,
-                tcache $config_tcache:tt;
+                tcache $config_tcache:tt, remote $config_remote:ident;
             )+
         }
     ) => {
@@ -61,6 +65,20 @@ macro_rules! catalogue {
         /// The names of `ARENAS`, joined by `|`.
         pub const ARENAS_CHOICES: &str = catalogue!(@join $($arenas_name)+);
 
+        /// A remote-free policy (how a thread cache's flushes reach their arenas) that can be
+        /// chosen by name.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Remote {
+            $( $(#[$remote_doc])* $remote, )+
+        }
+
+        /// Every choosable remote-free policy with its name, in declaration order.
+        pub const REMOTE: [(&str, Remote); catalogue!(@count $($remote)+)] =
+            [ $( ($remote_name, Remote::$remote), )+ ];
+
+        /// The names of `REMOTE`, joined by `|`.
+        pub const REMOTE_CHOICES: &str = catalogue!(@join $($remote_name)+);
+
         // Each variant's type, by the variant's name: the one place the type is spelled, for
         // the named configs and the dispatch alike.
         mod reuse_type {
@@ -69,6 +87,9 @@ macro_rules! catalogue {
         mod arenas_type {
             $( pub(super) type $arenas = $arenas_ty; )+
         }
+        mod remote_type {
+            $( pub(super) type $remote = $remote_ty; )+
+        }
 
         $(
             $(#[$config_doc])*
@@ -76,7 +97,7 @@ macro_rules! catalogue {
             impl Config for $config {
                 type Reuse = catalogue!(@reuse $config_current_run reuse_type::$config_reuse);
                 type Arenas = arenas_type::$config_arenas;
-                type Front = catalogue!(@front $config_tcache);
+                type Front = catalogue!(@front $config_tcache remote_type::$config_remote);
                 const NAME: &'static str = $config_name;
             }
         )+
@@ -98,6 +119,7 @@ macro_rules! catalogue {
                         current_run: $config_current_run,
                         arenas: Arenas::$config_arenas,
                         tcache: $config_tcache,
+                        remote: Remote::$config_remote,
                     },
                 },
             )+
@@ -107,10 +129,15 @@ macro_rules! catalogue {
             /// Calls `v.visit::<R, A, F>()` with the types these policies name: one static
             /// match, so that what `v` builds is monomorphized for them.
             pub fn visit<V: Visit>(self, v: V) -> V::Output {
-                if self.tcache {
-                    self.visit_arenas::<catalogue!(@front true), V>(v)
-                } else {
-                    self.visit_arenas::<catalogue!(@front false), V>(v)
+                if !self.tcache {
+                    return self.visit_arenas::<$crate::NoCache, V>(v);
+                }
+                match self.remote {
+                    $(
+                        Remote::$remote => self.visit_arenas::<
+                            catalogue!(@front true remote_type::$remote), V
+                        >(v),
+                    )+
                 }
             }
 
@@ -151,8 +178,8 @@ macro_rules! catalogue {
 
     (@reuse false $reuse:ty) => { $reuse };
     (@reuse true $reuse:ty) => { $crate::CurrentRun<$reuse> };
-    (@front false) => { $crate::NoCache };
-    (@front true) => { $crate::ThreadCache };
+    (@front false $remote:ty) => { $crate::NoCache };
+    (@front true $remote:ty) => { $crate::ThreadCache<{ 1024 * 1024 }, $remote> };
     (@count $($item:tt)+) => { 0 $( + catalogue!(@one $item) )+ };
     (@one $item:tt) => { 1 };
     (@join $first:literal $($rest:literal)*) => { concat!($first $(, "|", $rest)*) };

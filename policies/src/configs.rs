@@ -8,6 +8,7 @@
 //! | `Mrf` | strict most-recently-freed | thread-local | none |
 //! | `MrfCurrent` | MRF + current run | thread-local | none |
 //! | `LifoTcache` | LIFO | thread-local | thread cache |
+//! | `LifoTcacheMailbox` | LIFO | thread-local | thread cache, flushes to mailboxes |
 //!
 //! `Checked<R, A, F>` is any combination (LIFO, thread-local arenas and no cache unless told)
 //! with every debug check compiled in, each chosen at run time, as liballoclab.so builds its
@@ -45,18 +46,30 @@ catalogue! {
         /// `narenas` arenas, by a hash of the thread.
         Hashed = "hashed" => crate::Hashed,
     }
+    remote {
+        /// A thread cache's flushes go back to their runs under the arena lock.
+        Flush = "flush" => crate::FlushToRuns,
+        /// A thread cache's flushes go to their arenas' lock-free mailboxes.
+        Mailbox = "mailbox" => crate::Mailbox,
+    }
     configs {
         /// Address-ordered non-full runs with a current run kept lowest; thread-local arenas.
         AddrOrdered = "addr-ordered":
-            reuse AddrOrdered, current_run true, arenas Thread, tcache false;
+            reuse AddrOrdered, current_run true, arenas Thread, tcache false, remote Flush;
         /// LIFO non-full runs; thread-local arenas.
-        Lifo = "lifo": reuse Lifo, current_run false, arenas Thread, tcache false;
+        Lifo = "lifo": reuse Lifo, current_run false, arenas Thread, tcache false, remote Flush;
         /// Strict most-recently-freed non-full runs; thread-local arenas.
-        Mrf = "mrf": reuse Mrf, current_run false, arenas Thread, tcache false;
+        Mrf = "mrf": reuse Mrf, current_run false, arenas Thread, tcache false, remote Flush;
         /// Most-recently-freed non-full runs with a current run; thread-local arenas.
-        MrfCurrent = "mrf-current": reuse Mrf, current_run true, arenas Thread, tcache false;
+        MrfCurrent = "mrf-current":
+            reuse Mrf, current_run true, arenas Thread, tcache false, remote Flush;
         /// LIFO non-full runs; thread-local arenas; a thread cache in front.
-        LifoTcache = "lifo-tcache": reuse Lifo, current_run false, arenas Thread, tcache true;
+        LifoTcache = "lifo-tcache":
+            reuse Lifo, current_run false, arenas Thread, tcache true, remote Flush;
+        /// LIFO non-full runs; thread-local arenas; a thread cache in front whose flushes go
+        /// to the arenas' mailboxes (`Mailbox`: cross-thread frees without a lock).
+        LifoTcacheMailbox = "lifo-tcache-mailbox":
+            reuse Lifo, current_run false, arenas Thread, tcache true, remote Mailbox;
     }
 }
 
@@ -72,6 +85,8 @@ pub struct Policies {
     pub arenas: Arenas,
     /// Whether a per-thread cache sits in front of the arenas (`ThreadCache`).
     pub tcache: bool,
+    /// How the cache's flushes reach their arenas (with `tcache` only).
+    pub remote: Remote,
 }
 
 /// A named configuration as a value (an element of `NAMED`).

@@ -17,7 +17,9 @@
 //! [`LargeResetsShared`], the thread-arenas seed's bug kept as a variant to measure.
 //!
 //! Front end (what sits in front of the arenas for small requests):
-//! [`NoCache`] (`no_cache.rs`), [`ThreadCache`] (`thread_cache.rs`), one file each.
+//! [`NoCache`] (`no_cache.rs`), [`ThreadCache`] (`thread_cache.rs`), one file each; and how
+//! a thread cache's flushed blocks return to their arenas (remote free): [`FlushToRuns`]
+//! (`flush_to_runs.rs`), [`Mailbox`] (`mailbox.rs`).
 //!
 //! Named configurations combining them are in [`configs`], declared once with the names that
 //! choose among the policies at run time (`catalogue.rs` is what that declaration expands to).
@@ -39,6 +41,8 @@ mod round_robin;
 mod single;
 mod thread_local;
 
+mod flush_to_runs;
+mod mailbox;
 mod no_cache;
 mod thread_cache;
 
@@ -48,11 +52,13 @@ pub mod configs;
 
 pub use addr_ordered::{AddrOrdered, Treap, TreeLinks};
 pub use current_run::{CurrentBin, CurrentRun};
+pub use flush_to_runs::FlushToRuns;
 pub use hashed::Hashed;
 pub use in_chunk_map::{InChunkMap, MrfChunkMap};
 pub use large_resets_shared::LargeResetsShared;
 pub use lifo::Lifo;
 pub use list::{ListLinks, ListRun, RunList};
+pub use mailbox::Mailbox;
 pub use mrf::Mrf;
 pub use no_cache::NoCache;
 pub use per_cpu::PerCpu;

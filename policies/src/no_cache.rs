@@ -10,4 +10,5 @@ impl FrontEnd for NoCache {
     const NAME: &'static str = "none";
     const CACHE: bool = false;
     const MAX_BYTES: usize = 0;
+    type Remote = crate::FlushToRuns;
 }

@@ -13,14 +13,18 @@
 //! The cache itself is engine machinery (`alloclab-core`, `core/src/front/tcache/`); this type selects
 //! it.
 
-use alloclab_core::FrontEnd;
+use crate::FlushToRuns;
+use alloclab_core::{FrontEnd, RemoteFree};
+use core::marker::PhantomData;
 
 /// A per-thread cache holding at most `MAX_BYTES` bytes of small regions and large blocks (up to
-/// 16 KiB) per thread and heap.
-pub struct ThreadCache<const MAX_BYTES: usize = { 1024 * 1024 }>;
+/// 16 KiB) per thread and heap, whose flushes return blocks to their arenas as `R` says
+/// (`FlushToRuns`, or `Mailbox`).
+pub struct ThreadCache<const MAX_BYTES: usize = { 1024 * 1024 }, R = FlushToRuns>(PhantomData<R>);
 
-impl<const MAX_BYTES: usize> FrontEnd for ThreadCache<MAX_BYTES> {
+impl<const MAX_BYTES: usize, R: RemoteFree> FrontEnd for ThreadCache<MAX_BYTES, R> {
     const NAME: &'static str = "thread-cache";
     const CACHE: bool = true;
     const MAX_BYTES: usize = MAX_BYTES;
+    type Remote = R;
 }

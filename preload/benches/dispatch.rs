@@ -35,7 +35,7 @@ use alloclab_policies::{AddrOrdered, CurrentRun, Hashed, Lifo, Mrf, Single, Thre
 // compile-time modes use the same type, so the difference is the dispatch alone (what the
 // checks cost is `benches/debug_cost.rs`'s question).
 use select::Checked;
-use select::{Arenas, Ops, Reuse, Selection};
+use select::{Arenas, Ops, Remote, Reuse, Selection};
 use std::hint::black_box;
 use std::process::Command;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -139,6 +139,7 @@ fn configs() -> [(&'static str, Selection); 4] {
         current_run,
         arenas,
         tcache: false,
+        remote: Remote::Flush,
         options: Options::DEFAULT,
     };
     [

@@ -5,12 +5,13 @@
 //! default through the same function) and the `ALLOCLAB_CONF=help` text all come from this
 //! table, so an option is added here and nowhere else. Nothing here allocates.
 
-use crate::select::{Arenas, Reuse, Selection};
+use crate::select::{Arenas, Remote, Reuse, Selection};
 use alloclab_core::safety::CACHE_LINE;
 use alloclab_core::{Options, Poison, Purge, Safety, TcacheCheck, ZeroCheck, MAX_ARENAS};
 pub use alloclab_policies::configs::Named;
 use alloclab_policies::configs::{
-    ARENAS, ARENAS_CHOICES, CONFIG_CHOICES, NAMED, NAMES, REUSE, REUSE_CHOICES,
+    ARENAS, ARENAS_CHOICES, CONFIG_CHOICES, NAMED, NAMES, REMOTE, REMOTE_CHOICES, REUSE,
+    REUSE_CHOICES,
 };
 
 // ---- the configuration being built ------------------------------------------------------------
@@ -37,6 +38,8 @@ pub struct Conf {
     pub arenas: Option<Arenas>,
     /// Thread cache in front of the arenas, if given explicitly.
     pub tcache: Option<bool>,
+    /// How the thread cache's flushes reach their arenas, if given explicitly.
+    pub remote: Option<Remote>,
     /// Bytes one thread's cache may hold, if given explicitly.
     pub tcache_max: Option<usize>,
     /// What the cache's lock-free `free` checks.
@@ -241,6 +244,7 @@ impl Conf {
             current_run: None,
             arenas: None,
             tcache: None,
+            remote: None,
             tcache_max: None,
             tcache_check: TcacheCheck::Full,
             narenas: 0,
@@ -283,6 +287,7 @@ impl Conf {
             current_run: self.current_run.unwrap_or(n.current_run),
             arenas: self.arenas.unwrap_or(n.arenas),
             tcache: self.tcache.unwrap_or(n.tcache),
+            remote: self.remote.unwrap_or(n.remote),
             options: Options {
                 narenas: self.narenas,
                 dirty_max_pages: self.dirty_max.unwrap_or(Options::DEFAULT.dirty_max_pages),
@@ -364,7 +369,7 @@ pub struct Opt {
 }
 
 /// Every option, in `help` order.
-pub static OPTIONS: [Opt; 26] = [
+pub static OPTIONS: [Opt; 27] = [
     Opt {
         name: "config",
         values: CONFIG_CHOICES,
@@ -412,6 +417,16 @@ pub static OPTIONS: [Opt; 26] = [
         help: "a per-thread cache of blocks up to 16 KiB in front of the arenas (overrides config)",
         set: |c, v| {
             c.tcache = from_config_or(v, &[("true", true), ("false", false)])?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "remote",
+        values: or_config!(REMOTE_CHOICES),
+        default: "config",
+        help: "how a thread cache's flushes reach their arenas: back to their runs under the lock, or to the arena's lock-free mailbox (overrides config)",
+        set: |c, v| {
+            c.remote = from_config_or(v, &REMOTE)?;
             Ok(())
         },
     },

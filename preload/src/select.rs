@@ -17,7 +17,8 @@
 
 use alloclab_core::size_class::QUANTUM;
 use alloclab_core::{
-    ArenaChoice, Config, FreeError, FrontEnd, Heap, Options, RunReuse, Stats, TcacheCheck,
+    ArenaChoice, Config, FreeError, FrontEnd, Heap, Options, RemoteFree, RunReuse, Stats,
+    TcacheCheck,
 };
 use alloclab_policies::configs::{Policies, Visit};
 use core::cell::UnsafeCell;
@@ -27,7 +28,7 @@ use core::mem::MaybeUninit;
 // ---- what can be selected -------------------------------------------------------------------
 
 // The names and the types they stand for are the catalogue's (`alloclab_policies::configs`).
-pub use alloclab_policies::configs::{Arenas, Reuse};
+pub use alloclab_policies::configs::{Arenas, Remote, Reuse};
 
 /// One heap configuration, chosen at run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +41,8 @@ pub struct Selection {
     pub arenas: Arenas,
     /// Whether a per-thread cache sits in front of the arenas.
     pub tcache: bool,
+    /// How the cache's flushes reach their arenas.
+    pub remote: Remote,
     /// Engine tunables (`narenas`, `dirty_max_pages`).
     pub options: Options,
 }
@@ -52,6 +55,7 @@ impl Selection {
             current_run: self.current_run,
             arenas: self.arenas,
             tcache: self.tcache,
+            remote: self.remote,
         }
     }
 }
@@ -274,6 +278,10 @@ impl<C: Config> OpsOf<C> {
         write!(w, ", arenas {}", <C::Arenas as ArenaChoice>::NAME)?;
         if <C::Front as FrontEnd>::CACHE {
             write!(w, ", front {}", <C::Front as FrontEnd>::NAME)?;
+            type Remote<C> = <<C as Config>::Front as FrontEnd>::Remote;
+            if <Remote<C> as RemoteFree>::MAILBOX {
+                write!(w, ", remote {}", <Remote<C> as RemoteFree>::NAME)?;
+            }
         }
         Ok(())
     }
@@ -372,25 +380,35 @@ mod tests {
     #[test]
     fn every_name_in_the_catalogue_selects_a_heap_of_those_policies() {
         // Imported here: the dispatch benchmark compiles this file without its tests.
-        use alloclab_policies::configs::{ARENAS, REUSE};
+        use alloclab_policies::configs::{ARENAS, REMOTE, REUSE};
         let mut heaps = 0;
         for (reuse_name, reuse) in REUSE {
             for current_run in [false, true] {
                 for (arenas_name, arenas) in ARENAS {
-                    for tcache in [false, true] {
+                    // No cache, then a cache with each remote-free policy.
+                    let fronts = [(false, Remote::Flush)]
+                        .into_iter()
+                        .chain(REMOTE.iter().map(|&(_, r)| (true, r)));
+                    for (tcache, remote) in fronts {
                         let sel = Selection {
                             reuse,
                             current_run,
                             arenas,
                             tcache,
+                            remote,
                             options: Options::DEFAULT,
                         };
                         let mut described = String::new();
                         (sel.policies().visit(Describe))(&mut described).unwrap();
                         let expected = format!(
-                            "reuse {reuse_name}{}, arenas {arenas_name}{}",
+                            "reuse {reuse_name}{}, arenas {arenas_name}{}{}",
                             if current_run { "+current-run" } else { "" },
-                            if tcache { ", front thread-cache" } else { "" }
+                            if tcache { ", front thread-cache" } else { "" },
+                            if tcache && remote == Remote::Mailbox {
+                                ", remote mailbox"
+                            } else {
+                                ""
+                            }
                         );
                         assert_eq!(described, expected, "{sel:?}");
                         heaps += 1;
@@ -398,6 +416,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(heaps, 60);
+        assert_eq!(heaps, 90);
     }
 }

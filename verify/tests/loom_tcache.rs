@@ -7,7 +7,7 @@
 use alloclab_core::size_class::NBINS;
 use alloclab_core::Heap;
 use alloclab_policies::configs::Using;
-use alloclab_policies::{Lifo, Single, ThreadCache, ThreadLocal};
+use alloclab_policies::{Lifo, Mailbox, Single, ThreadCache, ThreadLocal};
 use alloclab_verify::loom::{cross_thread_model, model, model_bounded, spawn};
 use loom::sync::Arc;
 
@@ -190,4 +190,52 @@ fn large_block_goes_home() {
         assert_eq!((st.cached, st.arena.large_allocated), (0, 0));
         heap.check_invariants().unwrap();
     }
+}
+
+#[test]
+fn cross_thread_free_through_the_mailbox() {
+    cross_thread_model::<Using<Lifo, Single, ThreadCache<{ 1024 * 1024 }, Mailbox>>>();
+}
+
+/// `Tiny` with the `Mailbox` remote-free policy.
+type TinyMailed = ThreadCache<{ 512 * NBINS }, Mailbox>;
+
+/// Another thread's exit hands our arena's region to its mailbox (one compare-exchange)
+/// while this thread's fill takes the mailbox (one swap) or the runs: every region is handed
+/// out once, and none is lost.
+#[test]
+fn an_exit_flush_into_the_mailbox_races_a_fill_from_it() {
+    model(|| {
+        let heap = Arc::new(Heap::<Using<Lifo, ThreadLocal, TinyMailed>>::new());
+        let a = heap.malloc(32) as usize;
+        let b = heap.malloc(32) as usize; // the fill's two regions: our stack is empty again
+        let h = heap.clone();
+        let t = spawn(move || {
+            // SAFETY: `a` is live, handed over; freed once here, into this thread's cache,
+            // whose exit hands it to our arena's mailbox.
+            unsafe { h.free(a as *mut u8) };
+        });
+        // A fill: from the mailbox if the exit's push came first, else from the runs.
+        let d = heap.malloc(32) as usize;
+        t.join().unwrap();
+        assert_ne!(d, b);
+        let mut live = [(b, 32), (d, 32)];
+        heap.check_live(&mut live).unwrap();
+        assert_eq!(heap.stats().allocated, 64);
+        if d != a {
+            // In the mailbox (or on our stack, if the fill took it): freed all the same.
+            // SAFETY: refused without a write.
+            let again = unsafe { heap.try_free(a as *mut u8) };
+            assert_eq!(again, Err(alloclab_core::FreeError::Freed));
+        }
+        // SAFETY: live allocations, each freed once.
+        unsafe {
+            heap.free(b as *mut u8);
+            heap.free(d as *mut u8);
+        }
+        // Our cache and the mailbox back to the runs: nothing was lost on the way.
+        heap.flush_thread_cache();
+        assert_eq!(heap.stats().arena.small_allocated, 0);
+        heap.check_invariants().unwrap();
+    });
 }

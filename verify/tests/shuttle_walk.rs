@@ -8,7 +8,7 @@
 #![cfg(shuttle)]
 
 use alloclab_policies::configs::{self, Using};
-use alloclab_policies::{Lifo, Mrf, RoundRobin, Single, ThreadCache};
+use alloclab_policies::{Lifo, Mailbox, Mrf, RoundRobin, Single, ThreadCache};
 use alloclab_verify::shuttle::random_walk;
 
 /// Every named config, as `for_each_config!` lists them (a config added there is walked too).
@@ -34,4 +34,11 @@ fn one_shared_arena() {
 #[test]
 fn round_robin_with_caches() {
     random_walk::<Using<Mrf, RoundRobin, ThreadCache>>();
+}
+
+/// The same with the `Mailbox` remote-free policy: every flush pushes onto, and every fill
+/// takes from, mailboxes that several threads' caches share.
+#[test]
+fn round_robin_with_mailboxes() {
+    random_walk::<Using<Mrf, RoundRobin, ThreadCache<{ 1024 * 1024 }, Mailbox>>>();
 }

@@ -90,15 +90,18 @@ impl<C: Config> Heap<C> {
         unsafe { Front::<C>::realloc_in_cache(s, addr, size, align, copy_limit, check) }
     }
 
-    /// Gives every region in the calling thread's cache in this heap back to its arena (a
-    /// no-op without a cache). Statistics and invariants do not need it; a test that wants
-    /// the arenas to hold nothing does.
+    /// Gives every region in the calling thread's cache in this heap back to its arena, and
+    /// every block in the arenas' mailboxes (a no-op without a cache). Statistics and
+    /// invariants do not need it; a test that wants the arenas to hold nothing does.
     pub fn flush_thread_cache(&self) {
         if !C::Front::CACHE {
             return;
         }
         if let Some(s) = self.shared_if_init() {
             Front::<C>::flush_thread_cache(s);
+            // Blocks in the arenas' mailboxes (`RemoteFree::MAILBOX`) go back to their runs
+            // too, so that the arenas hold what the program holds, and the other caches.
+            Self::each_arena(s, |a| Front::<C>::drain_mailbox(a));
         }
     }
 }

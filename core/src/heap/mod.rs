@@ -26,7 +26,7 @@ use crate::meta::chunk::{ChunkHeader, DIRTY, FREE, LARGE, SMALL};
 use crate::meta::page_map::{Owner, PageMap};
 use crate::meta::size_class::{
     classify, round_up, SizeClass, BINS, CHUNK, CHUNK_HEADER_PAGES, CHUNK_USABLE_PAGES, NBINS,
-    NLARGE_CACHED, PAGE,
+    NCACHE, NLARGE_CACHED, PAGE,
 };
 use crate::meta::thread::{ArenaCtx, ArenaPool, Step, MAX_ARENAS};
 use crate::platform::error::FreeError;

@@ -70,7 +70,14 @@ impl<C: Config> Heap<C> {
         let Some(s) = self.shared_if_init() else {
             return st;
         };
+        // Blocks in the arenas' mailboxes: taken from their runs, held by no program.
+        let mut mailed = [0usize; NCACHE];
         self.for_each_arena(|a| {
+            if Front::<C>::MAILBOX {
+                for (i, m) in mailed.iter_mut().enumerate() {
+                    *m += a.mailbox.held(i);
+                }
+            }
             st.arenas += 1;
             a.with(|inner| {
                 let mut allocations = inner.stats.large_allocations;
@@ -106,7 +113,7 @@ impl<C: Config> Heap<C> {
         let huge_idle = h.mapped - h.allocated + h.cached_bytes;
         st.mapped = st.arena.chunks * CHUNK + h.mapped + h.cached_bytes;
         st.dirty = st.arena.dirty_pages * PAGE;
-        Front::<C>::account_caches(s, &mut st);
+        Front::<C>::account_caches(s, &mut st, &mailed);
         st.metadata = s.map.metadata_bytes()
             + s.base.mapped()
             + st.arena.chunks * CHUNK_HEADER_PAGES * PAGE

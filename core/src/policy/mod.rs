@@ -131,6 +131,27 @@ pub trait FrontEnd: 'static {
     /// cached), and a class whose stack overflows doubles its count, up to 8192 regions or
     /// half the bound, while all the counts, in bytes, stay within the bound.
     const MAX_BYTES: usize;
+    /// How the blocks a cache gives back (a flush: its stack overflowed, or its thread
+    /// exited) reach their arena again, which is how a block freed by another thread returns
+    /// to the threads that allocate from its arena.
+    type Remote: RemoteFree;
+}
+
+/// A remote-free policy: how a block that a thread cache gives back returns to its arena, and
+/// so how a block freed by a thread other than its allocator's goes home (the freeing thread's
+/// cache takes it, and flushes it).
+///
+/// `FlushToRuns` (jemalloc's tcache) gives each block back to its run under the arena's lock;
+/// `Mailbox` (as mimalloc's and snmalloc's remote frees) pushes the batch onto the arena's
+/// lock-free list of its class, which the next fill of that class from the arena takes before
+/// its runs, so a block crosses no lock and no bitmap on its way from one thread to another.
+/// `MAILBOX` is a constant: a config that does not use the mailbox compiles to the runs' path.
+pub trait RemoteFree: 'static {
+    /// Short name used in reports.
+    const NAME: &'static str;
+    /// Whether a flush hands its blocks to their arenas' mailboxes (within a bound per class,
+    /// past which they go back to their runs), and a fill takes from the mailbox first.
+    const MAILBOX: bool;
 }
 
 /// Run-time tunables of a heap. `Options::DEFAULT` takes its values from the config.
@@ -236,13 +257,17 @@ pub trait Config: 'static {
     /// decision is made ([`SamplePath`]; the default keeps the cache's fast path free of it).
     const SAMPLE_PATH: SamplePath = SamplePath::SlowPath;
 
-    /// Writes a full description: the name, then the policies (the front end if it caches).
+    /// Writes a full description: the name, then the policies (the front end if it caches,
+    /// and its remote-free policy if it is not the runs').
     fn describe(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
         write!(w, "{} (reuse: ", Self::NAME)?;
         Self::Reuse::write_name(w)?;
         write!(w, ", arenas: {}", Self::Arenas::NAME)?;
         if Self::Front::CACHE {
             write!(w, ", front: {}", Self::Front::NAME)?;
+            if <Self::Front as FrontEnd>::Remote::MAILBOX {
+                write!(w, ", remote: {}", <Self::Front as FrontEnd>::Remote::NAME)?;
+            }
         }
         w.write_str(")")
     }

@@ -235,12 +235,13 @@ pub fn run(cmd: &mut Command, limit: Duration) -> Output {
 // ---- configurations ---------------------------------------------------------------------------
 
 /// The named configs, each with its thread-local arenas.
-pub const NAMED: [&str; 5] = [
+pub const NAMED: [&str; 6] = [
     "config:addr-ordered",
     "config:lifo",
     "config:mrf",
     "config:mrf-current",
     "config:lifo-tcache",
+    "config:lifo-tcache-mailbox",
 ];
 
 /// The other arena strategies, each over a different run-reuse policy.
@@ -252,10 +253,11 @@ pub const STRATEGIES: [&str; 4] = [
 ];
 
 /// Combinations no named config gives.
-pub const CUSTOM: [&str; 3] = [
+pub const CUSTOM: [&str; 4] = [
     "reuse:addr-ordered,current_run:false,arenas:hashed",
     "reuse:lifo,current_run:true,arenas:round-robin,narenas:2",
     "reuse:mrf,tcache:true,tcache_max:8192,arenas:single",
+    "reuse:addr-ordered,tcache:true,remote:mailbox,arenas:single",
 ];
 
 /// Every configuration the tests run under.
@@ -271,16 +273,23 @@ pub fn all_confs() -> Vec<&'static str> {
 /// The policies a configuration string asks for, as the statistics title names them
 /// (`reuse mrf+current-run, arenas single`): an independent reading of the option semantics.
 pub fn expected_policies(conf: &str) -> String {
-    let mut base = ("lifo", false, "thread", false);
-    let (mut reuse, mut current, mut arenas, mut tcache) = (None, None, None, None);
+    let mut base = ("lifo", false, "thread", false, "flush");
+    let (mut reuse, mut current, mut arenas, mut tcache, mut remote) =
+        (None, None, None, None, None);
     for entry in conf.split(',') {
         match entry.split_once(':') {
-            Some(("config", "addr-ordered")) => base = ("addr-ordered", true, "thread", false),
-            Some(("config", "lifo")) => base = ("lifo", false, "thread", false),
-            Some(("config", "mrf")) => base = ("mrf", false, "thread", false),
-            Some(("config", "mrf-current")) => base = ("mrf", true, "thread", false),
-            Some(("config", "lifo-tcache")) => base = ("lifo", false, "thread", true),
+            Some(("config", "addr-ordered")) => {
+                base = ("addr-ordered", true, "thread", false, "flush")
+            }
+            Some(("config", "lifo")) => base = ("lifo", false, "thread", false, "flush"),
+            Some(("config", "mrf")) => base = ("mrf", false, "thread", false, "flush"),
+            Some(("config", "mrf-current")) => base = ("mrf", true, "thread", false, "flush"),
+            Some(("config", "lifo-tcache")) => base = ("lifo", false, "thread", true, "flush"),
+            Some(("config", "lifo-tcache-mailbox")) => {
+                base = ("lifo", false, "thread", true, "mailbox")
+            }
             Some(("tcache", v)) => tcache = Some(v == "true"),
+            Some(("remote", v)) => remote = Some(v),
             Some(("reuse", v)) => reuse = Some(v),
             Some(("current_run", v)) => current = Some(v == "true"),
             Some(("arenas", v)) => arenas = Some(v),
@@ -293,10 +302,10 @@ pub fn expected_policies(conf: &str) -> String {
     } else {
         ""
     };
-    let front = if tcache.unwrap_or(base.3) {
-        ", front thread-cache"
-    } else {
-        ""
+    let front = match (tcache.unwrap_or(base.3), remote.unwrap_or(base.4)) {
+        (false, _) => "",
+        (true, "mailbox") => ", front thread-cache, remote mailbox",
+        (true, _) => ", front thread-cache",
     };
     format!(
         "reuse {reuse}{current}, arenas {}{front}",

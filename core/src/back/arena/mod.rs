@@ -1,7 +1,8 @@
 //! `Arena`: a lock, the chunks it owns, their free page runs, one bin per small class, and
 //! dirty-page purging. This file holds the types and the locked entry (`Arena::with`); the
 //! paths are `pages.rs` (chunks, free runs, purging), `small.rs`, `large.rs`, and `check.rs`
-//! (the invariant walk).
+//! (the invariant walk); `mailbox.rs` is the lock-free way back in for blocks thread caches
+//! hand over (`RemoteFree::MAILBOX`), the one part of an arena reached without its lock.
 //!
 //! Everything inside `ArenaInner` is reached only with the arena's lock held: the bins and
 //! their policy state, the free-run lists, the page entries of the arena's chunks and the
@@ -76,6 +77,7 @@ use core::ptr;
 mod check;
 mod hardening;
 mod large;
+pub(crate) mod mailbox;
 mod pages;
 mod small;
 
@@ -274,6 +276,8 @@ pub struct Arena<C: Config> {
     /// Counts its acquisitions, contention and wait: the heap reports them per arena.
     lock: CountedLock,
     index: usize,
+    /// Blocks thread caches handed back without the lock (`RemoteFree::MAILBOX`).
+    pub(crate) mailbox: mailbox::Mailbox,
     inner: UnsafeCell<ArenaInner<C>>,
 }
 
@@ -288,6 +292,7 @@ impl<C: Config> Arena<C> {
         Arena {
             lock: CountedLock::new(),
             index,
+            mailbox: mailbox::Mailbox::new(),
             inner: UnsafeCell::new(ArenaInner {
                 bins: core::array::from_fn(|_| Bin {
                     policy: Default::default(),

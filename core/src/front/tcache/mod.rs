@@ -65,7 +65,7 @@ use crate::platform::sync::{
     Ordering::{Acquire, Relaxed, Release},
     UnsafeCell,
 };
-use crate::policy::{Config, FrontEnd, Options, TcacheCheck};
+use crate::policy::{Config, FrontEnd, Options, RemoteFree, TcacheCheck};
 use core::cell::Cell;
 use core::ptr;
 
@@ -131,6 +131,13 @@ pub(crate) struct CachePool {
     /// Capacity each class may grow to.
     most: [u16; NCACHE],
     max_bytes: usize,
+    /// Flushes go to the arenas' mailboxes (`RemoteFree::MAILBOX`, and full checks: a
+    /// mailbox's blocks are handed out again unchecked, so a cache that took unchecked ones
+    /// gives them back to their runs, which check them).
+    mailbox: bool,
+    /// Most blocks of each class one arena's mailbox holds: an eighth of the bound, from the
+    /// class's batch to twice `MAX_BATCH` (a fill walks what it takes, and gives the rest back).
+    mailbox_limit: [u16; NCACHE],
 }
 
 // SAFETY: `lists` (and the `next` links of the caches on them) are reached only with `lock`
@@ -153,9 +160,13 @@ impl CachePool {
         let size = cache_class_bytes;
         let base: [u16; NCACHE] =
             core::array::from_fn(|i| (share(i) / size(i)).min(BASE_COUNT).min(MAX_COUNT) as u16);
-        let batch = core::array::from_fn(|i| (base[i] / 2).clamp(base[i].min(1), MAX_BATCH as u16));
+        let batch: [u16; NCACHE] =
+            core::array::from_fn(|i| (base[i] / 2).clamp(base[i].min(1), MAX_BATCH as u16));
         let most = core::array::from_fn(|i| {
             (max_bytes / 2 / size(i)).clamp(base[i] as usize, MAX_COUNT) as u16
+        });
+        let mailbox_limit = core::array::from_fn(|i| {
+            (max_bytes / 8 / size(i)).clamp(batch[i] as usize, 2 * MAX_BATCH) as u16
         });
         // The secret needs to be unguessable by the program, not strong: the kernel's random
         // word, mixed with the pool's address (ASLR) and id in case there is none.
@@ -176,6 +187,8 @@ impl CachePool {
             batch,
             most,
             max_bytes,
+            mailbox: F::Remote::MAILBOX && options.tcache_check != TcacheCheck::Light,
+            mailbox_limit,
         }
     }
 
@@ -328,6 +341,11 @@ impl Tcache {
     }
 }
 
+impl<C: Config> Front<C> {
+    /// The config's remote-free policy hands flushes to the arenas' mailboxes.
+    pub(crate) const MAILBOX: bool = <<C::Front as FrontEnd>::Remote as RemoteFree>::MAILBOX;
+}
+
 /// Most bytes `copy_short` copies: two 16-byte units.
 const SHORT_COPY: usize = 32;
 
@@ -419,6 +437,6 @@ pub(crate) unsafe fn cache_exit_trampoline<C: Config, B: Back<C>>(owner: *const 
     let c = value as *mut Tcache;
     // SAFETY: the exiting thread's own cache; it caches no more (`thread_exit` cleared its
     // memo and marked it exiting).
-    unsafe { Front::<C>::flush_all(&*c) };
+    unsafe { Front::<C>::flush_all(&*c, Some(s.caches())) };
     Front::<C>::retire_cache(s, c);
 }

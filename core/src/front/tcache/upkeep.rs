@@ -9,7 +9,7 @@ impl<C: Config> Front<C> {
     pub(crate) fn flush_thread_cache(s: &impl Back<C>) {
         if let Some(v) = thread::bind_cache(s.heap_id(), || 0, |_| {}) {
             // SAFETY: our own cache, alive as long as the heap.
-            unsafe { Self::flush_all(&*(v as *const Tcache)) };
+            unsafe { Self::flush_all(&*(v as *const Tcache), None) };
         }
     }
 
@@ -17,11 +17,17 @@ impl<C: Config> Front<C> {
     /// program's: the blocks held by thread caches move from `live` (and, for the large ones,
     /// from `large_allocated`) to `cached`, frees count those the caches took instead of those
     /// they gave back, and allocations are frees plus live.
-    pub(crate) fn account_caches(s: &impl Back<C>, st: &mut crate::back::stats::Stats) {
+    ///
+    /// `mailed`: the blocks in the arenas' mailboxes, per class, which count as cached too.
+    pub(crate) fn account_caches(
+        s: &impl Back<C>,
+        st: &mut crate::back::stats::Stats,
+        mailed: &[usize; NCACHE],
+    ) {
         if !C::Front::CACHE {
             return;
         }
-        let mut cached = [0usize; NCACHE];
+        let mut cached = *mailed;
         let mut absorbed = [0u64; NCACHE];
         let mut flushed = [0u64; NCACHE];
         s.caches().with(|l| {
@@ -180,7 +186,7 @@ impl<C: Config> Front<C> {
                     // `flush_all` allows for. (A region that was between a stack and its run
                     // or its program stays out of both in the child: a leak, never a region
                     // handed out twice.)
-                    Self::flush_all(&*c);
+                    Self::flush_all(&*c, None);
                     *link = (*c).next.get();
                     (*c).next.set(l.spare);
                     l.spare = c;
