@@ -304,9 +304,8 @@ fn the_harness_heap_is_the_one_the_operations_ran_on() {
 
 /// Kills cargo-mutants' `replace > with < in Heap<C>::stats` (`allocations > 0`, now
 /// `core/src/heap/stats.rs`; survivor of the campaign): `arenas_used` counts the arenas that
-/// served an allocation, and no test of the selection read it. (Its sibling `> with >=` is not
-/// killed: an arena is made only for an allocation it then serves, so a made arena that served
-/// none takes the OS refusing its first chunk.)
+/// served an allocation, and no test of the selection read it. (Its sibling `> with >=` needs an
+/// arena that served none: `an_arena_whose_first_chunk_the_os_refused_is_not_counted_as_used`.)
 #[test]
 fn arenas_used_counts_the_arenas_that_served_an_allocation() {
     use alloclab_policies::ThreadLocal;
@@ -403,4 +402,66 @@ fn arenas_leased_counts_the_live_threads_arenas() {
     }
     assert_eq!(heap.arenas_leased(), 0);
     heap.check_invariants().unwrap();
+}
+
+/// Kills cargo-mutants' `replace > with >= in Heap<C>::stats` (`allocations > 0`, now
+/// `core/src/heap/stats.rs`; survivor of the campaign): an arena is made for an allocation, so
+/// only an allocation the OS refused leaves an arena that served nothing, and `arenas_used`
+/// must not count it. The address-space limit that makes the OS refuse is lowered in a child
+/// process (`a_thread_arena_refused_its_first_chunk`), not in the test runner.
+#[test]
+fn an_arena_whose_first_chunk_the_os_refused_is_not_counted_as_used() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["a_thread_arena_refused_its_first_chunk", "--exact"])
+        .args(["--include-ignored", "--nocapture", "--test-threads=1"])
+        .output()
+        .expect("run this test binary again");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
+}
+
+/// Run by `an_arena_whose_first_chunk_the_os_refused_is_not_counted_as_used`, in a child
+/// process: it lowers the process's address-space limit, for good.
+#[test]
+#[ignore = "run by an_arena_whose_first_chunk_the_os_refused_is_not_counted_as_used"]
+fn a_thread_arena_refused_its_first_chunk() {
+    use alloclab_policies::ThreadLocal;
+    let heap = Heap::<Using<Lifo, ThreadLocal>>::new();
+    let first = heap.malloc(64);
+    assert!(!first.is_null());
+    let (go, ready) = std::sync::mpsc::channel::<()>();
+    let heap = &heap;
+    let refused = std::thread::scope(|s| {
+        // Spawned before the limit is lowered: its stack is mapped already.
+        let second = s.spawn(move || {
+            ready.recv().unwrap();
+            heap.malloc(64).is_null()
+        });
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let vm_kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmSize:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmSize in /proc/self/status");
+        // Room for the new arena's record (a base block) but not for its first chunk.
+        let limit = libc::rlimit {
+            rlim_cur: (vm_kib + 512) * 1024,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: `limit` is a valid `rlimit` for the call to read.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) }, 0);
+        go.send(()).unwrap();
+        second.join().unwrap()
+    });
+    assert!(
+        refused,
+        "the OS gave the second arena a chunk under the limit"
+    );
+    let st = heap.stats();
+    assert_eq!((st.arenas, st.arenas_used), (2, 1), "{st:?}");
 }
