@@ -301,3 +301,167 @@ fn the_harness_heap_is_the_one_the_operations_ran_on() {
     assert!(h.heap().stats().allocated >= 100_100);
     h.finish().unwrap();
 }
+
+/// Kills cargo-mutants' `replace > with < in Heap<C>::stats` (`allocations > 0`, now
+/// `core/src/heap/stats.rs`; survivor of the campaign): `arenas_used` counts the arenas that
+/// served an allocation, and no test of the selection read it. (Its sibling `> with >=` needs an
+/// arena that served none: `an_arena_whose_first_chunk_the_os_refused_is_not_counted_as_used`.)
+#[test]
+fn arenas_used_counts_the_arenas_that_served_an_allocation() {
+    use alloclab_policies::ThreadLocal;
+    let heap = Heap::<Using<Lifo, ThreadLocal>>::new();
+    assert_eq!(heap.stats().arenas_used, 0);
+    let here = heap.malloc(64);
+    let there = std::thread::scope(|s| s.spawn(|| heap.malloc(64) as usize).join().unwrap());
+    assert_ne!(heap.arena_of(here), heap.arena_of(there as *mut u8));
+    let st = heap.stats();
+    assert_eq!((st.arenas, st.arenas_used), (2, 2), "{st:?}");
+    free_each_and_check(&heap, [here, there as *mut u8]);
+}
+
+/// Kills cargo-mutants' two `replace + with * in Heap<C>::stats` (`active` and `mapped`, now
+/// `core/src/heap/stats.rs`; survivors of the campaign): a live huge allocation is active and
+/// mapped on top of the arenas' pages and chunks, and small allocations are active even with no
+/// huge one live.
+#[test]
+fn active_and_mapped_add_huge_allocations_to_the_arenas_pages() {
+    use alloclab_core::size_class::CHUNK;
+    let heap = Heap::<Using<Lifo, Single>>::new();
+    let small = heap.malloc(64);
+    let st = heap.stats();
+    assert!(
+        st.arena.active_pages > 0 && st.huge_allocated == 0,
+        "{st:?}"
+    );
+    assert_eq!(st.active, st.arena.active_pages * 4096, "{st:?}");
+    assert_eq!(st.mapped, st.arena.chunks * CHUNK, "{st:?}");
+    let huge = heap.malloc(4 * CHUNK);
+    let st = heap.stats();
+    assert_eq!(st.huge_allocated, 4 * CHUNK, "{st:?}");
+    assert_eq!(
+        st.active,
+        st.arena.active_pages * 4096 + 4 * CHUNK,
+        "{st:?}"
+    );
+    assert!(st.mapped >= st.arena.chunks * CHUNK + 4 * CHUNK, "{st:?}");
+    free_each_and_check(&heap, [small, huge]);
+}
+
+/// Kills cargo-mutants' `replace + with - in Heap<C>::stats` (the chunk headers in `metadata`,
+/// now `core/src/heap/stats.rs`; survivor of the campaign): each chunk an arena takes adds its
+/// header pages to the engine's metadata.
+#[test]
+fn metadata_grows_by_each_new_chunks_header() {
+    use alloclab_core::size_class::{CHUNK, CHUNK_HEADER_PAGES};
+    let heap = Heap::<Using<Lifo, Single>>::new();
+    let first = heap.malloc(64);
+    let before = heap.stats();
+    // Large allocations of half a chunk: each new chunk holds one.
+    let large: Vec<*mut u8> = (0..16).map(|_| heap.malloc(CHUNK / 2)).collect();
+    let after = heap.stats();
+    let new_chunks = after.arena.chunks - before.arena.chunks;
+    assert!(new_chunks >= 8, "{new_chunks} new chunks");
+    assert!(
+        after.metadata >= before.metadata + new_chunks * CHUNK_HEADER_PAGES * 4096,
+        "metadata {} -> {} for {new_chunks} new chunks",
+        before.metadata,
+        after.metadata
+    );
+    free_each_and_check(&heap, large.into_iter().chain([first]));
+}
+
+/// Kills cargo-mutants' `replace Heap<C>::arenas_leased -> usize with 0` and `... with 1`
+/// (now `core/src/heap/mod.rs`; survivors of the campaign): under `ThreadLocal` each live
+/// thread that allocated holds an arena, and gives it back when it exits.
+#[test]
+fn arenas_leased_counts_the_live_threads_arenas() {
+    use alloclab_policies::ThreadLocal;
+    use std::sync::{Arc, Barrier};
+    const THREADS: usize = 3;
+    let heap = Arc::new(Heap::<Using<Lifo, ThreadLocal>>::new());
+    let bound = Arc::new(Barrier::new(THREADS + 1));
+    let exit = Arc::new(Barrier::new(THREADS + 1));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (heap, bound, exit) = (heap.clone(), bound.clone(), exit.clone());
+            std::thread::spawn(move || {
+                let p = heap.malloc(64);
+                assert!(!p.is_null());
+                // SAFETY: a live allocation of `heap`, freed once.
+                unsafe { heap.free(p) };
+                bound.wait();
+                exit.wait();
+            })
+        })
+        .collect();
+    bound.wait();
+    assert_eq!(heap.arenas_leased(), THREADS);
+    exit.wait();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(heap.arenas_leased(), 0);
+    heap.check_invariants().unwrap();
+}
+
+/// Kills cargo-mutants' `replace > with >= in Heap<C>::stats` (`allocations > 0`, now
+/// `core/src/heap/stats.rs`; survivor of the campaign): an arena is made for an allocation, so
+/// only an allocation the OS refused leaves an arena that served nothing, and `arenas_used`
+/// must not count it. The address-space limit that makes the OS refuse is lowered in a child
+/// process (`a_thread_arena_refused_its_first_chunk`), not in the test runner.
+#[test]
+fn an_arena_whose_first_chunk_the_os_refused_is_not_counted_as_used() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["a_thread_arena_refused_its_first_chunk", "--exact"])
+        .args(["--include-ignored", "--nocapture", "--test-threads=1"])
+        .output()
+        .expect("run this test binary again");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
+}
+
+/// Run by `an_arena_whose_first_chunk_the_os_refused_is_not_counted_as_used`, in a child
+/// process: it lowers the process's address-space limit, for good.
+#[test]
+#[ignore = "run by an_arena_whose_first_chunk_the_os_refused_is_not_counted_as_used"]
+fn a_thread_arena_refused_its_first_chunk() {
+    use alloclab_policies::ThreadLocal;
+    let heap = Heap::<Using<Lifo, ThreadLocal>>::new();
+    let first = heap.malloc(64);
+    assert!(!first.is_null());
+    let (go, ready) = std::sync::mpsc::channel::<()>();
+    let heap = &heap;
+    let refused = std::thread::scope(|s| {
+        // Spawned before the limit is lowered: its stack is mapped already.
+        let second = s.spawn(move || {
+            ready.recv().unwrap();
+            heap.malloc(64).is_null()
+        });
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let vm_kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmSize:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmSize in /proc/self/status");
+        // Room for the new arena's record (a base block) but not for its first chunk.
+        let limit = libc::rlimit {
+            rlim_cur: (vm_kib + 512) * 1024,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: `limit` is a valid `rlimit` for the call to read.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) }, 0);
+        go.send(()).unwrap();
+        second.join().unwrap()
+    });
+    assert!(
+        refused,
+        "the OS gave the second arena a chunk under the limit"
+    );
+    let st = heap.stats();
+    assert_eq!((st.arenas, st.arenas_used), (2, 1), "{st:?}");
+}

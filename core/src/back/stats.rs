@@ -314,3 +314,54 @@ pub fn write_bin_table(bins: &[BinStats; NBINS], w: &mut dyn Write, indent: &str
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An `ArenaStats` whose counters are all distinct, from `k` up.
+    fn distinct(k: u64) -> ArenaStats {
+        ArenaStats {
+            chunks: k as usize,
+            active_pages: k as usize + 1,
+            dirty_pages: k as usize + 2,
+            small_allocated: k as usize + 3,
+            large_allocated: k as usize + 4,
+            large_allocations: k + 5,
+            large_frees: k + 6,
+            purges: k + 7,
+            purged_pages: k + 8,
+            purge_calls: k + 9,
+            lock_acquisitions: k + 10,
+            lock_contended: k + 11,
+            lock_wait_ns: k + 12,
+        }
+    }
+
+    /// Kills cargo-mutants' `replace += with *= in ArenaStats::add` (`active_pages`,
+    /// `core/src/back/stats.rs`, survivor of the campaign) and its kin on the other counters:
+    /// the heap's statistics sum the arenas' with `add`, and no test had two arenas with pages.
+    #[test]
+    fn arena_stats_add_sums_every_counter() {
+        let mut sum = distinct(3);
+        sum.add(&distinct(20));
+        assert_eq!(
+            sum,
+            ArenaStats {
+                chunks: 23,
+                active_pages: 25,
+                dirty_pages: 27,
+                small_allocated: 29,
+                large_allocated: 31,
+                large_allocations: 33,
+                large_frees: 35,
+                purges: 37,
+                purged_pages: 39,
+                purge_calls: 41,
+                lock_acquisitions: 43,
+                lock_contended: 45,
+                lock_wait_ns: 47,
+            }
+        );
+    }
+}

@@ -561,8 +561,162 @@ unsafe fn explain_fault(owner: *const (), addr: usize) -> bool {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{next_random, ThreadSampling};
+    use super::{next_random, FreeError, Sampler, ThreadSampling, PAGE, QUANTUM, SAMPLING};
     use core::cell::Cell;
+    use std::io::{Read, Seek};
+    use std::os::fd::AsRawFd;
+
+    /// Takes the pool's oldest free slot and places an allocation in it as `alloc` does, with
+    /// the placement (`at_end`: against the next guard) chosen by the test instead of drawn.
+    fn place(s: &Sampler, size: usize, align: usize, at_end: bool) -> usize {
+        let stack = [core::ptr::null_mut(); super::FRAMES];
+        s.ring
+            .take_with(|i| s.fill_slot(i, size, align, at_end, stack, 0))
+            .expect("a free slot") as usize
+    }
+
+    /// What `f` writes to standard error (file descriptor 2, where the sampler's reports go).
+    fn stderr_of(f: impl FnOnce()) -> String {
+        let mut file = tempfile_in_tmp();
+        // SAFETY: duplicates descriptors this test owns (2 and the temporary file); the saved
+        // copy of 2 is put back and closed below.
+        let saved = unsafe { libc::dup(2) };
+        assert!(saved >= 0);
+        // SAFETY: as above.
+        assert!(unsafe { libc::dup2(file.as_raw_fd(), 2) } >= 0);
+        f();
+        // SAFETY: as above.
+        unsafe {
+            libc::dup2(saved, 2);
+            libc::close(saved);
+        }
+        let mut out = String::new();
+        file.rewind().unwrap();
+        file.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    /// A new, already unlinked, file in the temporary directory.
+    fn tempfile_in_tmp() -> std::fs::File {
+        let path = std::env::temp_dir().join(format!(
+            "alloclab-sampled-test-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        file
+    }
+
+    /// Kills cargo-mutants' `replace > with < in Sampler::should_sample` and `replace - with +
+    /// in Sampler::should_sample` (`core/src/debug/sampled.rs`, survivors of the campaign): a
+    /// request of at most a page is sampled once the thread's countdown runs out, one above a
+    /// page never is, and the countdown runs down by one per request.
+    #[test]
+    fn the_countdown_runs_down_to_a_sample_of_at_most_a_page() {
+        let s = Sampler::new(1, 0, false);
+        assert!(s.on(), "the OS refused the pool");
+        SAMPLING.with(|t| t.countdown.set(3));
+        let decisions: Vec<bool> = (0..3).map(|_| s.should_sample(64, 8)).collect();
+        assert_eq!(decisions, [false, false, true]);
+        assert!(s.should_sample(PAGE, PAGE), "a page is sampled");
+        assert!(
+            !s.should_sample(PAGE + 1, 8),
+            "above a page is never sampled"
+        );
+        assert!(
+            !s.should_sample(64, 2 * PAGE),
+            "aligned above a page is never sampled"
+        );
+    }
+
+    /// Kills cargo-mutants' `replace == with != in Sampler::countdown_ended`
+    /// (`core/src/debug/sampled.rs`, survivor of the campaign): `sample: 1` samples every
+    /// allocation, where a drawn countdown (between 1 and 2) would skip some. The generator is
+    /// seeded, so the draws a broken rate would make are always the same.
+    #[test]
+    fn rate_one_samples_every_allocation() {
+        let s = Sampler::new(1, 0, false);
+        assert!(s.on(), "the OS refused the pool");
+        SAMPLING.with(|t| {
+            t.countdown.set(0);
+            t.rng.set(0x9e37_79b9_7f4a_7c15);
+        });
+        for k in 0..64 {
+            assert!(s.should_sample(16, 16), "allocation {k} not sampled");
+        }
+    }
+
+    /// Kills cargo-mutants' `replace Sampler::open_gate with ()` (`core/src/debug/sampled.rs`,
+    /// survivor of the campaign; the function now also returns whether the caller samples,
+    /// `false` here): under `SamplePath::Gate` the slow path opens the gate and the next
+    /// allocation of at most a page takes it, once.
+    #[test]
+    fn an_opened_gate_is_taken_once_by_an_allocation_of_at_most_a_page() {
+        let s = Sampler::new(1, 0, false);
+        assert!(s.on(), "the OS refused the pool");
+        assert!(!s.take_gate(64, 8), "a closed gate was taken");
+        assert!(!s.open_gate(), "an unkeyed gate is for the next allocation");
+        assert!(!s.take_gate(PAGE + 1, 8), "above a page took the gate");
+        assert!(s.take_gate(64, 8), "the opened gate was not taken");
+        assert!(!s.take_gate(64, 8), "the gate was taken twice");
+    }
+
+    /// Kills cargo-mutants' `replace * with + in Sampler::page_of`, `replace + with - in
+    /// Sampler::page_of`, `replace Sampler::page_of -> usize with 1`, `replace & with | in
+    /// Sampler::fill_slot` and `delete ! in Sampler::fill_slot` (`core/src/debug/sampled.rs`,
+    /// survivors of the campaign): slot `i` is the page between guards `i` and `i + 1`, and an
+    /// allocation sits at its page's start or ends, aligned, as near its page's end as
+    /// alignment allows.
+    #[test]
+    fn allocations_sit_in_their_slot_page_against_a_guard() {
+        let s = Sampler::new(1, 0, false);
+        assert!(s.on(), "the OS refused the pool");
+        let page = |i: usize| s.base + (2 * i + 1) * PAGE;
+        // (size, align, against the next guard, where it starts)
+        let cases = [
+            (100, 8, true, page(0) + PAGE - 112),
+            (100, 64, true, page(1) + PAGE - 128),
+            (PAGE, 8, true, page(2)),
+            (0, 8, true, page(3) + PAGE - QUANTUM),
+            (100, 8, false, page(4)),
+            (3000, 256, false, page(5)),
+        ];
+        for (k, &(size, align, at_end, start)) in cases.iter().enumerate() {
+            let p = place(&s, size, align, at_end);
+            assert_eq!(p, start, "case {k}: {size} bytes aligned to {align}");
+            assert_eq!(s.live(p), Ok(size.max(1)), "case {k}");
+            // The whole allocation is writable memory.
+            // SAFETY: `p..p + size` lies in the slot's page, made accessible by `fill_slot`.
+            unsafe { core::ptr::write_bytes(p as *mut u8, 0xa5, size) };
+        }
+    }
+
+    /// Kills cargo-mutants' `replace Sampler::report_locked with ()` and `replace % with + in
+    /// Sampler::report` (`core/src/debug/sampled.rs`, survivors of the campaign): a double free
+    /// is reported, and blamed on the allocation of the slot freed, not on the neighbour whose
+    /// end lies against the guard below it.
+    #[test]
+    fn a_double_free_is_reported_against_its_own_allocation() {
+        let s = Sampler::new(1, 0, false);
+        assert!(s.on(), "the OS refused the pool");
+        let below = place(&s, 100, 8, true);
+        let freed = place(&s, 200, 8, false);
+        assert_eq!(s.free(freed), Ok(()));
+        let e = s.free(freed).expect_err("a double free was accepted");
+        assert_eq!(e, FreeError::Freed);
+        let report = stderr_of(|| s.report_bad_free(freed, e));
+        let expected = format!(
+            "double free at {freed:#x}: offset 0 in the freed allocation of 200 bytes at {freed:#x}"
+        );
+        assert!(report.contains(&expected), "{report}");
+        assert_eq!(s.live(below), Ok(100));
+    }
 
     /// Kills cargo-mutants' `replace == with != in next_random` (`core/src/debug/sampled.rs`,
     /// survivor of the mutation campaign's shard 1): reseeding from the clock at every call

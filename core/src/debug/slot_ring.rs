@@ -155,6 +155,20 @@ mod tests {
         assert_eq!(r.free_slots(), 0);
     }
 
+    /// Kills cargo-mutants' `replace SlotRing<N>::lock with ()` (`core/src/debug/slot_ring.rs`,
+    /// survivor of the campaign): the fork handlers take the ring's lock with `lock` so that no
+    /// slot is half-taken across `fork`; a `lock` that takes nothing leaves the ring open.
+    #[test]
+    fn lock_holds_the_ring_until_unlock() {
+        let r = SlotRing::<4>::new();
+        r.lock();
+        assert!(r.lock.is_locked(), "lock took no lock");
+        assert!(!r.lock.try_lock(), "the ring's lock is free while held");
+        r.unlock();
+        assert!(!r.lock.is_locked());
+        assert_eq!(r.take_with(|i| i), Some(0));
+    }
+
     #[test]
     #[should_panic(expected = "full ring")]
     fn giving_back_to_a_full_ring_panics() {

@@ -128,3 +128,42 @@ impl Drop for ZeroSize {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Kills cargo-mutants' `replace << with >> in ZeroSize::alloc`, `replace + with * in
+    /// ZeroSize::alloc` and `replace * with + in ZeroSize::alloc` (`core/src/debug/zero_size.rs`,
+    /// survivors of the campaign): slots are handed out in order from the region's start, each
+    /// once, and each is marked taken in the bitmap.
+    #[test]
+    fn slots_are_handed_out_in_order_each_once() {
+        let z = ZeroSize::new();
+        assert!(z.base != 0, "the OS refused the region");
+        let taken: Vec<usize> = (0..130).map(|_| z.alloc() as usize).collect();
+        for (k, &p) in taken.iter().enumerate() {
+            assert_eq!(p, z.base + k * QUANTUM, "slot {k}");
+            assert!(z.contains(p));
+            assert_eq!(z.check(p, false), Ok(()), "slot {k} not marked taken");
+        }
+    }
+
+    /// Kills cargo-mutants' `replace ZeroSize::check -> Result<(), FreeError> with Ok(())`
+    /// (`core/src/debug/zero_size.rs`, survivor of the campaign): a double free, a free of a slot
+    /// never handed out and a free inside a slot must each be refused.
+    #[test]
+    fn check_refuses_double_never_allocated_and_interior_frees() {
+        let z = ZeroSize::new();
+        assert!(z.base != 0, "the OS refused the region");
+        let p = z.alloc() as usize;
+        assert_eq!(z.check(p + 1, false), Err(FreeError::Interior));
+        assert_eq!(z.check(p + QUANTUM, false), Err(FreeError::Freed));
+        assert_eq!(z.check(p + QUANTUM, true), Err(FreeError::Freed));
+        assert_eq!(z.check(p, true), Ok(()));
+        assert_eq!(z.check(p, false), Err(FreeError::Freed));
+        assert_eq!(z.check(p, true), Err(FreeError::Freed));
+        // Given back, the slot is handed out again.
+        assert_eq!(z.alloc() as usize, p);
+    }
+}

@@ -302,6 +302,31 @@ mod tests {
         assert_eq!((e.kind(), e.len(), e.bits & HEAD != 0), (LARGE, 7, true));
     }
 
+    /// Kills cargo-mutants' `replace < with > in PageEntry::record_slack`, `replace >> with
+    /// << in PageBits::slack` and `replace & with ^ in PageBits::slack`
+    /// (`core/src/meta/chunk.rs`, survivors of the campaign): sized-deallocation checks read
+    /// the slack back, and no test of the selection recorded one and read it.
+    #[test]
+    fn recorded_slack_reads_back_and_an_oversized_one_is_unrecorded() {
+        let mut e = PageEntry {
+            bits: PageEntry::large_bits(7, true),
+            prev: ptr::null_mut(),
+            next: ptr::null_mut(),
+        };
+        assert_eq!(e.get().slack(), None, "no slack recorded yet");
+        for slack in [0, 1, 100, FIELD_MASK - 1] {
+            e.record_slack(slack);
+            assert_eq!(e.get().slack(), Some(slack), "slack {slack}");
+            // The slack shares the word with the kind and the length: both survive it.
+            assert_eq!((e.kind(), e.len(), e.get().head()), (LARGE, 7, true));
+        }
+        for too_large in [FIELD_MASK, FIELD_MASK + 1, usize::MAX - 1] {
+            e.record_slack(too_large);
+            assert_eq!(e.get().slack(), None, "slack {too_large}");
+            assert_eq!((e.kind(), e.len(), e.get().head()), (LARGE, 7, true));
+        }
+    }
+
     #[test]
     fn locate_inverts_entry() {
         let m = crate::platform::os::map_aligned(CHUNK, CHUNK)

@@ -472,4 +472,21 @@ mod tests {
             }
         }
     }
+
+    /// Kills cargo-mutants' `replace BinInfo::overhead -> usize with 1`
+    /// (`core/src/meta/size_class.rs`, survivor of the campaign): a run's bytes are its
+    /// regions plus its overhead (header and slack), and no test summed them.
+    #[test]
+    fn regions_and_overhead_fill_each_run() {
+        for i in 0..NBINS {
+            let b = bin(i);
+            assert_eq!(
+                b.capacity as usize * b.size as usize + b.overhead(),
+                b.run_size(),
+                "class {i}"
+            );
+        }
+        // The smallest class's run holds a header: its overhead is at least a region.
+        assert!(bin(0).overhead() >= bin(0).size as usize);
+    }
 }

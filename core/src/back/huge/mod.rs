@@ -606,4 +606,73 @@ mod tests {
         assert!(shards.iter().all(|&i| i < HUGE_SHARDS), "{shards:?}");
         assert!(shards.iter().any(|&i| i != shards[0]), "{shards:?}");
     }
+
+    /// A huge allocation of `bytes` in `huge`, and its page-map record.
+    fn alloc_recorded(huge: &Huge, bytes: usize, base: &Base, map: &PageMap) -> (usize, usize) {
+        let p = huge.alloc(bytes, CHUNK, false, base, map) as usize;
+        assert_ne!(p, 0, "the OS refused {bytes} bytes");
+        let Owner::Huge(rec) = map.lookup(p) else {
+            panic!("no huge record for {p:#x}");
+        };
+        (p, rec)
+    }
+
+    /// Kills cargo-mutants' `delete field allocations from struct HugeStats expression in
+    /// HugeShard::stats` and `delete field frees from ...` (`core/src/back/huge/shard.rs`,
+    /// survivors of the campaign): the heap's `huge_allocations` and `huge_frees` are these
+    /// shard counters summed, and no test read them after a huge allocation and its free.
+    #[test]
+    fn shard_counters_count_allocations_and_frees() {
+        let (huge, base) = (Huge::new(Purge::Threshold, 0, false), Base::new());
+        let map = PageMap::create().expect("page map");
+        let (_, rec) = alloc_recorded(&huge, 2 * CHUNK, &base, &map);
+        let s = huge.stats();
+        assert_eq!(
+            (s.live, s.allocated, s.allocations, s.frees),
+            (1, 2 * CHUNK, 1, 0)
+        );
+        // SAFETY: `rec` is the page map's record of a live allocation of `huge`, freed once.
+        unsafe { huge.free(rec, &map) };
+        let s = huge.stats();
+        assert_eq!((s.live, s.allocated, s.allocations, s.frees), (0, 0, 1, 1));
+        huge.check(&map).unwrap();
+    }
+
+    /// Kills cargo-mutants' `replace HugeShard::check -> Result<(), Violation> with Ok(())`
+    /// (`core/src/back/huge/shard.rs`, survivor of the campaign): a shard whose counters
+    /// disagree with its records must be reported, and no test had a shard disagree.
+    #[test]
+    fn a_shard_whose_live_count_disagrees_with_its_records_fails_the_check() {
+        let (huge, base) = (Huge::new(Purge::Threshold, 0, false), Base::new());
+        let map = PageMap::create().expect("page map");
+        let (_, rec) = alloc_recorded(&huge, 2 * CHUNK, &base, &map);
+        huge.check(&map).unwrap();
+        // SAFETY: `rec` is a live record of `huge`.
+        let shard = unsafe { huge.shard_of(rec) };
+        shard.with(|h| h.live += 1);
+        let verdict = huge.check(&map);
+        shard.with(|h| h.live -= 1);
+        let e = verdict.expect_err("a shard counting a record it does not hold passed");
+        assert!(format!("{e:?}").contains("huge live"), "{e:?}");
+        huge.check(&map).unwrap();
+        // SAFETY: as above, freed once.
+        unsafe { huge.free(rec, &map) };
+    }
+
+    /// Kills cargo-mutants' `replace > with == in Huge::check` (`bytes > self.cache_max`,
+    /// `core/src/back/huge/mod.rs`, survivor of the campaign): a cache filled to exactly its
+    /// bound is within it, and no test filled it exactly.
+    #[test]
+    fn a_cache_filled_exactly_to_its_bound_passes_the_check() {
+        let bound = 2 * CHUNK;
+        let (huge, base) = (Huge::new(Purge::Threshold, bound, false), Base::new());
+        let map = PageMap::create().expect("page map");
+        let (_, rec) = alloc_recorded(&huge, bound, &base, &map);
+        // SAFETY: `rec` is the page map's record of a live allocation of `huge`, freed once.
+        unsafe { huge.free(rec, &map) };
+        let s = huge.stats();
+        assert_eq!((s.cached, s.cached_bytes), (1, bound));
+        huge.check(&map).unwrap();
+        huge.purge_cache(true);
+    }
 }
