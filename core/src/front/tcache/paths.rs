@@ -564,13 +564,20 @@ impl<C: Config> Front<C> {
     pub(crate) unsafe fn flush(c: &Tcache, pool: Option<&CachePool>, idx: usize, n: usize) {
         let mut regions = [0usize; MAX_BATCH];
         let b = &c.bins[idx];
+        let mailbox = pool.filter(|p| Self::MAILBOX && p.mailbox);
         let mut p = b.head.get();
         let mut k = 0;
         while p != 0 && k < n.min(MAX_BATCH) {
             regions[k] = p;
             k += 1;
-            // SAFETY: per the contract, the stack's regions are ours.
-            p = unsafe { (p as *const usize).read() };
+            // SAFETY: per the contract, the stack's regions are ours; each leaves it for its
+            // run unmarked (for a mailbox, marked).
+            unsafe {
+                if mailbox.is_none() {
+                    (p as *mut usize).add(1).write(0);
+                }
+                p = (p as *const usize).read();
+            }
         }
         b.head.set(p);
         // Saturating: in a forked child, a cache whose thread was between moving its stack's
@@ -583,17 +590,17 @@ impl<C: Config> Front<C> {
             k -= 1;
         }
         let mut regions = &mut regions[..k];
-        if let Some(pool) = pool.filter(|p| Self::MAILBOX && p.mailbox) {
+        if let Some(pool) = mailbox {
             // SAFETY: the regions are ours, off the stack, marked.
             let left = unsafe { Self::post(pool, idx, regions) };
             regions = &mut regions[..left];
+            for &r in regions.iter() {
+                // SAFETY: ours (a full mailbox refused them); each goes to its run unmarked.
+                unsafe { (r as *mut usize).add(1).write(0) };
+            }
         }
         let flushed = &c.bins[idx].flushed;
         flushed.store(flushed.load(Relaxed) + regions.len() as u64, Relaxed);
-        for &r in regions.iter() {
-            // SAFETY: ours; each leaves the cache for its run unmarked.
-            unsafe { (r as *mut usize).add(1).write(0) };
-        }
         // SAFETY: forwarded contract: regions taken off the stack, unmarked.
         unsafe { Self::give_back_all(idx, regions) };
     }
