@@ -495,11 +495,44 @@ fn program_study(
         margins: Vec::new(),
         shard: None,
     };
-    let ran = make(&scratch)
-        .and_then(|(programs, preloads)| programs::run_with(programs, preloads, opts));
+    let ran = make(&scratch).and_then(|(programs, preloads)| {
+        let grid = programs::ProgramGrid::new(programs, preloads, opts)?;
+        journaled_programs(study, grid, out, args)
+    });
     let _ = std::fs::remove_dir_all(&scratch);
-    let results = ran?;
-    publish(study, &results, out, args.latex, study.metrics)
+    ran
+}
+
+/// Runs a program study's `grid` as `pass` runs a workload study's: journaled in `out`, so
+/// that a killed run is continued by running it again (with the seed it recorded, unless
+/// `--seed` says otherwise); its reports and `questions.md` written there. Returns the number
+/// of failed measurements.
+fn journaled_programs(
+    study: &papers::Study,
+    mut grid: programs::ProgramGrid,
+    out: &Path,
+    args: &PaperArgs,
+) -> Result<usize, String> {
+    // Read before the first program runs: the load before the run is part of it.
+    let environment = env::capture(std::env::args().collect(), vec![]);
+    let header = Header::new(environment.clone(), grid.plan());
+    let mode = if out.join(journal::FILE_NAME).is_file() {
+        Mode::Resume {
+            keep_recorded_seed: args.seed.is_none(),
+        }
+    } else {
+        Mode::Fresh
+    };
+    let waiting = |m: &str| eprintln!("alloclab paper: {m}");
+    let mut opened = resume::open(out, header, mode, waiting)?;
+    for note in &opened.notes {
+        eprintln!("alloclab paper: {}: {note}", study.name);
+    }
+    grid.set_seed(opened.journal.header().plan.seed);
+    let results = grid.run(environment, Some(&mut opened.journal))?;
+    let failed = publish(study, &results, out, args.latex, study.metrics)?;
+    opened.journal.finish()?;
+    Ok(failed)
 }
 
 #[cfg(test)]
