@@ -45,6 +45,7 @@
 //! Nothing here allocates: caches come from the heap's `Base`, and are reused.
 
 mod paths;
+mod traffic;
 mod upkeep;
 
 use crate::back::arena::{Arena, ArenaInner};
