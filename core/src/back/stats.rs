@@ -319,6 +319,19 @@ pub fn write_bin_table(bins: &[BinStats; NBINS], w: &mut dyn Write, indent: &str
 mod tests {
     use super::*;
 
+    /// Kills the campaign's survivor `replace Stats::fragmentation -> f64 with -1.0`: the
+    /// share of active bytes without live data, 0 for an empty heap.
+    #[test]
+    fn fragmentation_is_the_share_of_active_bytes_not_allocated() {
+        let st = Stats {
+            allocated: 3 * 4096,
+            active: 4 * 4096,
+            ..Stats::default()
+        };
+        assert_eq!(st.fragmentation(), 0.25);
+        assert_eq!(Stats::default().fragmentation(), 0.0);
+    }
+
     /// An `ArenaStats` whose counters are all distinct, from `k` up.
     fn distinct(k: u64) -> ArenaStats {
         ArenaStats {

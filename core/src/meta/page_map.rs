@@ -224,4 +224,16 @@ mod tests {
         assert_eq!(m.lookup(1 << 50), Owner::None);
         assert!(m.metadata_bytes() >= core::mem::size_of::<Leaf>() * 2);
     }
+
+    /// Kills the campaign's survivor `replace * with + in PageMap::metadata_bytes`: the root,
+    /// then one leaf's bytes per leaf made.
+    #[test]
+    fn metadata_is_the_root_and_each_leaf() {
+        let m = PageMap::create().unwrap();
+        let root = ROOT_LEN * core::mem::size_of::<AtomicPtr<Leaf>>();
+        assert_eq!(m.metadata_bytes(), root);
+        let a = 0x7f12_3450_0000usize & !(CHUNK - 1);
+        assert!(m.set(a, CHUNK, a | TAG_CHUNK));
+        assert_eq!(m.metadata_bytes(), root + core::mem::size_of::<Leaf>());
+    }
 }

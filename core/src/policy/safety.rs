@@ -317,3 +317,24 @@ impl Default for Safety {
         Safety::OFF
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Kills the campaign's survivors `replace << with >> in DebugCaps::write_names` and
+    /// `delete ! in DebugCaps::write_names`: each capability by its own bit, joined by commas.
+    #[test]
+    fn names_are_listed_in_bit_order_joined_by_commas() {
+        let mut w = String::new();
+        DebugCaps::POISON
+            .union(DebugCaps::CANARY)
+            .union(DebugCaps::ZERO_CHECK)
+            .write_names(&mut w)
+            .unwrap();
+        assert_eq!(w, "poison, canary, zero-check");
+        let mut none = String::new();
+        DebugCaps::NONE.write_names(&mut none).unwrap();
+        assert_eq!(none, "");
+    }
+}
