@@ -434,6 +434,24 @@ fn pass(
 ) -> Result<usize, String> {
     let environment = env::capture(std::env::args().collect(), peers::versions());
     let header = Header::new(environment.clone(), runner::plan(opts));
+    let mut opened = open_journal(study, header, out, args)?;
+    let mut opts = opts.clone();
+    opts.plan.seed = opened.journal.header().plan.seed;
+    let run = runner::run(&opts, workloads, environment, Some(&mut opened.journal))?;
+    let failed = publish(study, &run.results, out, args.latex, metrics)?;
+    opened.journal.finish()?;
+    Ok(failed)
+}
+
+/// The journal of `study`'s run of `header` in `out`: resumed if an interrupted run left one
+/// there (with its recorded seed, unless `--seed` is given), else started; what was found is
+/// said on standard error.
+fn open_journal(
+    study: &papers::Study,
+    header: Header,
+    out: &Path,
+    args: &PaperArgs,
+) -> Result<resume::Opened, String> {
     let mode = if out.join(journal::FILE_NAME).is_file() {
         Mode::Resume {
             keep_recorded_seed: args.seed.is_none(),
@@ -442,16 +460,11 @@ fn pass(
         Mode::Fresh
     };
     let waiting = |m: &str| eprintln!("alloclab paper: {m}");
-    let mut opened = resume::open(out, header, mode, waiting)?;
+    let opened = resume::open(out, header, mode, waiting)?;
     for note in &opened.notes {
         eprintln!("alloclab paper: {}: {note}", study.name);
     }
-    let mut opts = opts.clone();
-    opts.plan.seed = opened.journal.header().plan.seed;
-    let run = runner::run(&opts, workloads, environment, Some(&mut opened.journal))?;
-    let failed = publish(study, &run.results, out, args.latex, metrics)?;
-    opened.journal.finish()?;
-    Ok(failed)
+    Ok(opened)
 }
 
 /// Writes `results`' reports and `questions.md` (answered on `metrics`, also printed) to
@@ -516,18 +529,7 @@ fn journaled_programs(
     // Read before the first program runs: the load before the run is part of it.
     let environment = env::capture(std::env::args().collect(), vec![]);
     let header = Header::new(environment.clone(), grid.plan());
-    let mode = if out.join(journal::FILE_NAME).is_file() {
-        Mode::Resume {
-            keep_recorded_seed: args.seed.is_none(),
-        }
-    } else {
-        Mode::Fresh
-    };
-    let waiting = |m: &str| eprintln!("alloclab paper: {m}");
-    let mut opened = resume::open(out, header, mode, waiting)?;
-    for note in &opened.notes {
-        eprintln!("alloclab paper: {}: {note}", study.name);
-    }
+    let mut opened = open_journal(study, header, out, args)?;
     grid.set_seed(opened.journal.header().plan.seed);
     let results = grid.run(environment, Some(&mut opened.journal))?;
     let failed = publish(study, &results, out, args.latex, study.metrics)?;

@@ -437,7 +437,7 @@ pub(crate) unsafe fn cache_exit_trampoline<C: Config, B: Back<C>>(owner: *const 
     let s = unsafe { &*(owner as *const B) };
     let c = value as *mut Tcache;
     // SAFETY: the exiting thread's own cache; it caches no more (`thread_exit` cleared its
-    // memo and marked it exiting).
+    // memo and marked it exiting), so its flush may go to the mailboxes of its heap's pool.
     unsafe { Front::<C>::flush_all(&*c, Some(s.caches())) };
     Front::<C>::retire_cache(s, c);
 }
