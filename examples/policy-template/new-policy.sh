@@ -34,12 +34,15 @@ camel=$(echo "$name" | sed -E 's/(^|_)([a-z])/\U\2/g')
 
 mkdir -p "$dest"
 dest="$(cd "$dest" && pwd)"
-# Everything but build output and lock files (the copy resolves its own).
-(cd "$template" && tar --exclude=./target --exclude='*/target' --exclude=Cargo.lock \
+# Everything but build output. The lock files come along (renamed below), so that the copy
+# builds with the dependency versions the template is tested with, not whatever is newest on
+# the day it is made (and shares the template's build of them).
+(cd "$template" && tar --exclude=./target --exclude='*/target' \
     --exclude=./new-policy.sh -cf - .) | tar -C "$dest" -xf -
 
 # Longest names first, so that a short one never rewrites part of a long one.
-find "$dest" -type f \( -name '*.rs' -o -name '*.toml' -o -name '*.md' \) -print0 |
+find "$dest" -type f \( -name '*.rs' -o -name '*.toml' -o -name '*.md' -o -name Cargo.lock \) \
+    -print0 |
     xargs -0 sed -i \
         -e "s/policy-template/$kebab/g" \
         -e "s/policy_template/$name/g" \

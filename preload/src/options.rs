@@ -299,6 +299,8 @@ impl Conf {
                 safety: self.safety(),
                 tcache_max_bytes: self.tcache_max.unwrap_or(Options::DEFAULT.tcache_max_bytes),
                 tcache_check: self.tcache_check,
+                // `remote` chooses it (`select::install`).
+                remote_mailbox: true,
             },
         }
     }

@@ -58,6 +58,28 @@ impl Selection {
             remote: self.remote,
         }
     }
+
+    /// The policies of the heap `install` builds: with a cache, always the mailbox's type,
+    /// which `heap_options` turns off at run time for `Remote::Flush`. One heap type per
+    /// cache config, not one per remote-free policy: the library compiles 60 heaps, not 90.
+    fn heap_policies(&self) -> Policies {
+        Policies {
+            remote: if self.tcache {
+                Remote::Mailbox
+            } else {
+                self.remote
+            },
+            ..self.policies()
+        }
+    }
+
+    /// The options of the heap `install` builds (see `heap_policies`).
+    fn heap_options(&self) -> Options {
+        Options {
+            remote_mailbox: self.options.remote_mailbox && self.remote == Remote::Mailbox,
+            ..self.options
+        }
+    }
 }
 
 pub use alloclab_policies::configs::Checked;
@@ -273,13 +295,19 @@ impl<C: Config> OpsOf<C> {
     }
 
     fn describe(w: &mut dyn fmt::Write) -> fmt::Result {
+        Self::describe_as(heap::<C>().options().remote_mailbox, w)
+    }
+
+    /// `describe` for a heap built with `Options::remote_mailbox` set to `mailbox` (the
+    /// remote-free policy is the type's only if the options keep it).
+    fn describe_as(mailbox: bool, w: &mut dyn fmt::Write) -> fmt::Result {
         w.write_str("reuse ")?;
         <C::Reuse as alloclab_core::RunReuse>::write_name(w)?;
         write!(w, ", arenas {}", <C::Arenas as ArenaChoice>::NAME)?;
         if <C::Front as FrontEnd>::CACHE {
             write!(w, ", front {}", <C::Front as FrontEnd>::NAME)?;
             type Remote<C> = <<C as Config>::Front as FrontEnd>::Remote;
-            if <Remote<C> as RemoteFree>::MAILBOX {
+            if <Remote<C> as RemoteFree>::MAILBOX && mailbox {
                 write!(w, ", remote {}", <Remote<C> as RemoteFree>::NAME)?;
             }
         }
@@ -336,9 +364,9 @@ impl<C: Config> OpsOf<C> {
 /// Call at most once per process, before any use of a table it returns, and make the table
 /// visible to other threads only with release ordering (or a lock) after this returns.
 pub unsafe fn install(sel: &Selection) -> &'static Ops {
-    let install = sel.policies().visit(Installer);
+    let install = sel.heap_policies().visit(Installer);
     // SAFETY: forwarded contract.
-    unsafe { install(sel.options) }
+    unsafe { install(sel.heap_options()) }
 }
 
 /// The installer of the `Heap<Checked<R, A, F>>` a selection names: a function pointer, so
@@ -371,9 +399,18 @@ mod tests {
     /// process has one heap slot).
     struct Describe;
     impl Visit for Describe {
-        type Output = fn(&mut dyn fmt::Write) -> fmt::Result;
+        type Output = fn(bool, &mut dyn fmt::Write) -> fmt::Result;
         fn visit<R: RunReuse, A: ArenaChoice, F: FrontEnd>(self) -> Self::Output {
-            OpsOf::<Checked<R, A, F>>::OPS.describe
+            OpsOf::<Checked<R, A, F>>::describe_as
+        }
+    }
+
+    /// The type of the heap a selection would install.
+    struct TypeName;
+    impl Visit for TypeName {
+        type Output = &'static str;
+        fn visit<R: RunReuse, A: ArenaChoice, F: FrontEnd>(self) -> Self::Output {
+            core::any::type_name::<Checked<R, A, F>>()
         }
     }
 
@@ -381,7 +418,8 @@ mod tests {
     fn every_name_in_the_catalogue_selects_a_heap_of_those_policies() {
         // Imported here: the dispatch benchmark compiles this file without its tests.
         use alloclab_policies::configs::{ARENAS, REMOTE, REUSE};
-        let mut heaps = 0;
+        let mut selections = 0;
+        let mut types = std::collections::BTreeSet::new();
         for (reuse_name, reuse) in REUSE {
             for current_run in [false, true] {
                 for (arenas_name, arenas) in ARENAS {
@@ -399,7 +437,8 @@ mod tests {
                             options: Options::DEFAULT,
                         };
                         let mut described = String::new();
-                        (sel.policies().visit(Describe))(&mut described).unwrap();
+                        let mailbox = sel.heap_options().remote_mailbox;
+                        (sel.heap_policies().visit(Describe))(mailbox, &mut described).unwrap();
                         let expected = format!(
                             "reuse {reuse_name}{}, arenas {arenas_name}{}{}",
                             if current_run { "+current-run" } else { "" },
@@ -411,11 +450,15 @@ mod tests {
                             }
                         );
                         assert_eq!(described, expected, "{sel:?}");
-                        heaps += 1;
+                        selections += 1;
+                        types.insert(sel.heap_policies().visit(TypeName));
                     }
                 }
             }
         }
-        assert_eq!(heaps, 90);
+        assert_eq!(selections, 90);
+        // Each remote-free policy of a cache config is the same heap type (chosen at run time
+        // by `Options::remote_mailbox`): 30 configs without a cache, 30 with one.
+        assert_eq!(types.len(), 60, "{types:#?}");
     }
 }

@@ -182,6 +182,11 @@ pub struct Options {
     /// How much the thread cache's lock-free `free` checks before it takes a region (front
     /// ends with a cache).
     pub tcache_check: TcacheCheck,
+    /// Whether a front end whose `RemoteFree` posts to the arenas' mailboxes does so (the
+    /// default); `false` gives its flushes back to their runs, as `FlushToRuns` does. How a
+    /// library that builds one heap per cache config (liballoclab.so) chooses the remote-free
+    /// policy at run time: the mailbox's code is in every cache heap, and used or not.
+    pub remote_mailbox: bool,
 }
 
 /// What the thread cache's fast `free` (and `realloc`) checks about a pointer before it
@@ -217,6 +222,7 @@ impl Options {
         safety: Safety::OFF,
         tcache_max_bytes: usize::MAX,
         tcache_check: TcacheCheck::Full,
+        remote_mailbox: true,
     };
 }
 

@@ -132,9 +132,9 @@ pub(crate) struct CachePool {
     /// Capacity each class may grow to.
     most: [u16; NCACHE],
     max_bytes: usize,
-    /// Flushes go to the arenas' mailboxes (`RemoteFree::MAILBOX`, and full checks: a
-    /// mailbox's blocks are handed out again unchecked, so a cache that took unchecked ones
-    /// gives them back to their runs, which check them).
+    /// Flushes go to the arenas' mailboxes (`RemoteFree::MAILBOX`, `Options::remote_mailbox`,
+    /// and full checks: a mailbox's blocks are handed out again unchecked, so a cache that
+    /// took unchecked ones gives them back to their runs, which check them).
     mailbox: bool,
     /// Most blocks of each class one arena's mailbox holds: an eighth of the bound, from the
     /// class's batch to twice `MAX_BATCH` (a fill walks what it takes, and gives the rest back).
@@ -188,7 +188,9 @@ impl CachePool {
             batch,
             most,
             max_bytes,
-            mailbox: F::Remote::MAILBOX && options.tcache_check != TcacheCheck::Light,
+            mailbox: F::Remote::MAILBOX
+                && options.remote_mailbox
+                && options.tcache_check != TcacheCheck::Light,
             mailbox_limit,
         }
     }

@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Builds libchunklifo.so with the cargo running this test, in the same profile.
+/// Builds libchunklifo.so with the cargo running this test, in the same profile. With the
+/// workspace's tests too, so that its dependencies get the features `cargo test --workspace`
+/// gave them (dev-dependencies' included) and are not compiled a second time for the library
+/// alone: the libraries and tests are already built, and only the library is linked.
 fn library() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(|p| p.parent()).unwrap();
@@ -13,8 +16,9 @@ fn library() -> PathBuf {
     cmd.args([
         "build",
         "--quiet",
-        "-p",
-        "policy-template-malloc",
+        "--workspace",
+        "--lib",
+        "--tests",
         "--target-dir",
     ])
     .arg(profile_dir.parent().unwrap())
