@@ -17,6 +17,8 @@ mod fragmentation_aging;
 #[path = "../poisoning/study.rs"]
 mod poisoning;
 pub mod publication;
+#[path = "../purging/study.rs"]
+mod purging;
 mod questions;
 #[path = "../run-reuse-order/study.rs"]
 mod run_reuse_order;
@@ -168,6 +170,7 @@ pub fn all() -> Vec<Study> {
         sampling::study(),
         debug_options::study(),
         fragmentation_aging::study(),
+        purging::study(),
     ]
 }
 

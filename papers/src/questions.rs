@@ -25,6 +25,7 @@ pub const METRICS: &[&str] = &[
     "peak_rss",
     "final_rss",
     "max_rss_process",
+    "rss_mean_bytes",
     "rss_frag_peak",
     "rss_frag_mean",
     "rss_frag_end",
@@ -44,6 +45,7 @@ pub const METRICS: &[&str] = &[
     "alloc_ns_per_thread_max",
     "heap.lock_contended",
     "heap.lock_wait",
+    "heap.purges",
 ];
 
 /// Callgrind's counts per free of one measurement, if it has them.
