@@ -26,11 +26,16 @@
 # campaign's commit, not HEAD. Start a new campaign by removing OUT.
 #
 #   scripts/mutants-campaign.sh recheck              # the survivors again, at HEAD
+#   scripts/mutants-campaign.sh recheck 0/4          # a quarter of them (k = 0..3), in pieces
 #
 # recheck runs every survivor of the committed shards against today's tests, matched by file,
 # function and replacement (line and column may have moved), into OUT/recheck/: a survivor
 # caught there has been killed by a test added since, which summarize reports beside the
-# campaign's own score (which stays that of its commit).
+# campaign's own score (which stays that of its commit). `recheck K/N` runs the K-th of N
+# round-robin shards of them into OUT/recheck/shard-K-of-N/, each under the shard time limit
+# and committed as it finishes; summarize joins the shards of one source tree and says how
+# many of the N it has (survivors in the missing ones are not rechecked yet). A new test
+# starts a new recheck: remove OUT/recheck.
 #
 # Settings (environment):
 #   MUTANTS_SEED     seeds the shuffle that draws the sample (default 26)
@@ -64,7 +69,7 @@ export PROPTEST_CASES=${PROPTEST_CASES:-8}
 tests=${MUTANTS_TESTS:-"--lib --test model_based --test regressions --test seeded_policies \
 --test seeded_chunk_policies --test quickcheck_size_classes --test quickcheck_page_map \
 --test quickcheck_bitmap --test large_and_huge --test reuse_order --test run_list \
---test tcache_check --test fork_handlers --test purge_policy"}
+--test tcache_check --test fork_handlers --test purge_policy --test purge_unlocked"}
 packages=(--package alloclab-core --package alloclab-policies --package alloclab-verify)
 # Modules built only under --cfg loom, --cfg shuttle or --cfg alloclab_seeded: the campaign's
 # build has none of those, so their mutants would build and pass unseen, whatever the tests.
@@ -282,8 +287,28 @@ if viable < 200:
 print(f"survivors ({len(survivors)}):")
 for s in sorted(survivors):
     print(f"  {s}")
-# Survivors run again at a later commit (`recheck`), matched without line and column.
-if survivors and os.path.exists(os.path.join(recheck_dir, "commit")):
+# Survivors run again at a later commit (`recheck`), matched without line and column: the
+# whole recheck in OUT/recheck, or its shards in OUT/recheck/shard-K-of-N (`recheck K/N`).
+recheck_parts, recheck_of = [], None
+if os.path.exists(os.path.join(recheck_dir, "commit")):
+    recheck_parts = [recheck_dir]
+elif os.path.isdir(recheck_dir):
+    import re
+    for d in sorted(os.listdir(recheck_dir)):
+        m = re.match(r"^shard-(\d+)-of-(\d+)$", d)
+        if m and os.path.exists(os.path.join(recheck_dir, d, "commit")):
+            if recheck_of not in (None, int(m.group(2))):
+                print(f"note: {recheck_dir} holds shards of several splits; only those of "
+                      f"{recheck_of} are read")
+                continue
+            recheck_of = int(m.group(2))
+            recheck_parts.append(os.path.join(recheck_dir, d))
+    at_commits = sorted({open(os.path.join(d, "commit")).read().strip() for d in recheck_parts})
+    if any(not same_source(at_commits[0], c) for c in at_commits[1:]):
+        print(f"note: the recheck's shards were run at commits whose source differs "
+              f"({', '.join(c[:12] for c in at_commits)}): not read; start a new recheck")
+        recheck_parts = []
+if survivors and recheck_parts:
     import re
     def key(name):
         return re.sub(r"^([^:]+):\d+:\d+: ", r"\1: ", name)
@@ -291,11 +316,12 @@ if survivors and os.path.exists(os.path.join(recheck_dir, "commit")):
     # same file, function and replacement, the worst of them if several.
     exact, again = {}, {}
     for kind in ("missed", "unviable", "timeout", "caught"):
-        p = os.path.join(recheck_dir, f"{kind}.txt")
-        for l in (open(p) if os.path.exists(p) else []):
-            if l.strip():
-                exact[l.rstrip("\n")] = kind
-                again.setdefault(key(l.rstrip("\n")), kind)
+        for d in recheck_parts:
+            p = os.path.join(d, f"{kind}.txt")
+            for l in (open(p) if os.path.exists(p) else []):
+                if l.strip():
+                    exact[l.rstrip("\n")] = kind
+                    again.setdefault(key(l.rstrip("\n")), kind)
     # A survivor whose file moved (issue 44 put core's files in layer folders) by its
     # function and replacement alone.
     anywhere = {}
@@ -304,15 +330,21 @@ if survivors and os.path.exists(os.path.join(recheck_dir, "commit")):
     again = {key(s): exact[s] if s in exact else again.get(key(s),
              anywhere.get(re.sub(r"^[^:]+:\d+:\d+: ", "", s))) for s in survivors}
     again = {k: v for k, v in again.items() if v is not None}
-    at = open(os.path.join(recheck_dir, "commit")).read().strip()
+    at = open(os.path.join(recheck_parts[-1], "commit")).read().strip()
     killed_since = [s for s in survivors if again.get(key(s)) in ("caught", "timeout")]
     gone = [s for s in survivors if key(s) not in again]
     still = [s for s in survivors if again.get(key(s)) == "missed"]
-    print(f"recheck at {at[:12]}: {len(killed_since)} of the {len(survivors)} survivors caught "
-          f"by today's tests, {len(still)} still missed, {len(gone)} not listed there (excluded "
-          "in .cargo/mutants.toml as equivalent, or the code is gone)")
+    partial = recheck_of is not None and len(recheck_parts) < recheck_of
+    if partial:
+        print(f"recheck at {at[:12]}: {len(recheck_parts)} of its {recheck_of} shards so far: "
+              f"{len(killed_since)} of the {len(survivors)} survivors caught by today's tests, "
+              f"{len(still)} still missed, {len(gone)} not rechecked yet (or excluded, or gone)")
+    else:
+        print(f"recheck at {at[:12]}: {len(killed_since)} of the {len(survivors)} survivors "
+              f"caught by today's tests, {len(still)} still missed, {len(gone)} not listed there "
+              "(excluded in .cargo/mutants.toml as equivalent, or the code is gone)")
     k2, v2 = killed + len(killed_since), viable - len(gone)
-    if v2 > 0:
+    if v2 > 0 and not partial:
         p2 = k2 / v2
         c2 = (p2 + z * z / (2 * v2)) / (1 + z * z / v2)
         h2 = z * math.sqrt(p2 * (1 - p2) / v2 + z * z / (4 * v2 * v2)) / (1 + z * z / v2)
@@ -321,7 +353,7 @@ if survivors and os.path.exists(os.path.join(recheck_dir, "commit")):
     for s in sorted(still):
         print(f"  still missed: {s}")
     for s in sorted(gone):
-        print(f"  not listed at {at[:12]}: {s}")
+        print(f"  {'not rechecked yet' if partial else 'not listed at ' + at[:12]}: {s}")
 if outside:
     print(f"tested outside the sample, not in the score ({len(outside)}):")
     for s in sorted(outside):
@@ -331,7 +363,16 @@ EOF
 
 # The survivors of the committed shards, run again at HEAD (see the top): OUT/recheck/.
 recheck() {
-    mkdir -p "$scratch" "$out/recheck"
+    local shard=${1:-} shard_args=() kept="$out/recheck"
+    if [ -n "$shard" ]; then
+        if ! [[ $shard =~ ^([0-9]+)/([0-9]+)$ ]] || [ "${BASH_REMATCH[1]}" -ge "${BASH_REMATCH[2]}" ]; then
+            echo "recheck: the shard is K/N with 0 <= K < N: $shard" >&2
+            return 2
+        fi
+        shard_args=(--shard "$shard" --sharding round-robin)
+        kept="$out/recheck/shard-${BASH_REMATCH[1]}-of-${BASH_REMATCH[2]}"
+    fi
+    mkdir -p "$scratch" "$kept"
     cat "$out"/shard-*/missed.txt 2>/dev/null | sort -u >"$scratch/survivors.txt"
     if [ ! -s "$scratch/survivors.txt" ]; then
         echo "no survivors in $out"
@@ -402,20 +443,20 @@ EOF
     local dir="$scratch/recheck" rc=0
     timeout -k 30 "$shard_limit" nice -n 10 cargo mutants "${packages[@]}" "${unbuilt[@]}" \
         --test-package alloclab-core --test-package alloclab-policies \
-        --test-package alloclab-verify "${args[@]}" --copy-target true --timeout "$timeout" \
-        --build-timeout 900 --output "$dir" "${cargo_args[@]}" || rc=$?
+        --test-package alloclab-verify "${args[@]}" "${shard_args[@]}" --copy-target true \
+        --timeout "$timeout" --build-timeout 900 --output "$dir" "${cargo_args[@]}" || rc=$?
     if [ "$rc" -ne 0 ] && [ "$rc" -ne 2 ] && [ "$rc" -ne 3 ]; then
         echo "recheck failed (cargo-mutants exit $rc; its output is in $dir): nothing kept"
         return 1
     fi
     for kind in caught missed timeout unviable; do
         if [ -f "$dir/mutants.out/$kind.txt" ]; then
-            cp "$dir/mutants.out/$kind.txt" "$out/recheck/$kind.txt"
+            cp "$dir/mutants.out/$kind.txt" "$kept/$kind.txt"
         else
-            : >"$out/recheck/$kind.txt"
+            : >"$kept/$kind.txt"
         fi
     done
-    git rev-parse HEAD >"$out/recheck/commit"
+    git rev-parse HEAD >"$kept/commit"
     summarize
 }
 
@@ -424,7 +465,7 @@ list)
     pin_tree
     draw
     ;;
-recheck) recheck ;;
+recheck) recheck "${2:-}" ;;
 run) run_shard "${2:-0/1}" ;;
 summarize)
     shift

@@ -265,6 +265,43 @@ fn sampling_takes_requests_up_to_a_page_and_none_larger() {
     free_each_and_check(&heap, small.into_iter().chain([big]));
 }
 
+/// LIFO runs behind a thread cache, with only sampling compiled in, decided on the cache's
+/// fast path (`SamplePath::Countdown`, the sampling study's naive variant).
+struct CountdownTcache;
+impl alloclab_core::Config for CountdownTcache {
+    type Reuse = Lifo;
+    type Arenas = Single;
+    type Front = alloclab_policies::ThreadCache;
+    const NAME: &'static str = "countdown-tcache";
+    const DEBUG: alloclab_core::DebugCaps = alloclab_core::DebugCaps::SAMPLE;
+    const SAMPLE_PATH: alloclab_core::SamplePath = alloclab_core::SamplePath::Countdown;
+}
+
+/// Found by the mutation campaign (shard 19, `core/src/heap.rs`: `replace Heap<C>::sample_fast
+/// -> Option<*mut u8> with None`): where sampling is decided on the thread cache's fast path,
+/// the slow path leaves the sizes the cache serves to it, so the fast path must take the
+/// samples. With every allocation sampled (`sample: 1`), once the heap is up (its first
+/// allocation builds it, on the slow path) each small allocation is a sampled one, against a
+/// guard page of its slot.
+#[test]
+fn a_fast_path_sampler_samples_what_the_cache_would_serve() {
+    let heap = Heap::<CountdownTcache>::with_options(alloclab_core::Options {
+        safety: alloclab_core::Safety {
+            sample: 1,
+            ..alloclab_core::Safety::OFF
+        },
+        ..alloclab_core::Options::DEFAULT
+    });
+    let first = heap.malloc(64);
+    assert!(!first.is_null());
+    let small: Vec<*mut u8> = (0..16).map(|_| heap.malloc(64)).collect();
+    for &p in &small {
+        assert!(!p.is_null());
+        assert!(at_a_page_edge(p, 64), "{p:?} is not a sampled allocation");
+    }
+    free_each_and_check(&heap, small.into_iter().chain([first]));
+}
+
 /// Found by the mutation campaign (shard 3, `core/src/debug/sampled.rs`: `replace - with + in
 /// Sampler::should_sample`): the countdown between samples must count down. One allocation in
 /// two sampled: of 256 small ones, about half lie against a guard page (a small region of the

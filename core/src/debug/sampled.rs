@@ -718,6 +718,39 @@ mod tests {
         assert_eq!(s.live(below), Ok(100));
     }
 
+    /// Kills cargo-mutants' `replace * with +` in `META_BYTES` (`core/src/debug/sampled.rs`,
+    /// survivor of the campaign's shard 19): the metadata mapping holds every slot's record,
+    /// and with every slot taken at once each still reads its own allocation back.
+    #[test]
+    fn every_slot_record_fits_the_metadata_mapping() {
+        assert!(super::META_BYTES >= super::SLOTS * core::mem::size_of::<super::Slot>());
+        let s = Sampler::new(1, 0, false);
+        assert!(s.on(), "the OS refused the pool");
+        let placed: Vec<usize> = (0..super::SLOTS)
+            .map(|i| place(&s, i + 1, 8, i % 2 == 0))
+            .collect();
+        for (i, &p) in placed.iter().enumerate() {
+            assert_eq!(s.live(p), Ok(i + 1), "slot {i}");
+        }
+    }
+
+    /// Kills cargo-mutants' `replace capture -> usize with 0` (`core/src/debug/sampled.rs`,
+    /// survivor of the campaign's shard 19): a sampled allocation keeps the stacks of its
+    /// allocation and of its free, which a report prints.
+    #[test]
+    fn an_allocation_keeps_its_allocating_and_freeing_stacks() {
+        let s = Sampler::new(1, 0, false);
+        assert!(s.on(), "the OS refused the pool");
+        let p = s.alloc(100, 8) as usize;
+        assert_ne!(p, 0, "no free slot");
+        let i = s.slot_index(p).expect("a slot's page");
+        // SAFETY: slot `i` was just filled; no other thread uses this sampler.
+        assert!(unsafe { (*s.slot(i)).alloc_n } > 0, "no allocating stack");
+        assert_eq!(s.free(p), Ok(()));
+        // SAFETY: as above, after the free.
+        assert!(unsafe { (*s.slot(i)).free_n } > 0, "no freeing stack");
+    }
+
     /// Kills cargo-mutants' `replace == with != in next_random` (`core/src/debug/sampled.rs`,
     /// survivor of the mutation campaign's shard 1): reseeding from the clock at every call
     /// still looks random, but sampling intervals are then no longer draws of one generator

@@ -135,3 +135,28 @@ mod handlers {
 
 #[cfg(not(any(loom, shuttle)))]
 pub use handlers::{install, install_handlers};
+
+#[cfg(all(test, not(any(loom, shuttle))))]
+mod tests {
+    use super::*;
+
+    /// Kills the campaign's survivor `replace outermost -> bool with true` (shard 19): nested
+    /// calls release only at the outermost `postfork_parent`, so the inner one leaves every
+    /// lock held by this thread (a release there, and another at the outer call, would unlock
+    /// the registry twice).
+    #[test]
+    fn nested_handlers_release_only_at_the_outermost_call() {
+        prefork();
+        prefork();
+        assert_eq!(DEPTH.load(Relaxed), 2);
+        postfork_parent();
+        assert_eq!(
+            HOLDER.load(Relaxed),
+            tid(),
+            "the inner call released the locks"
+        );
+        assert_eq!(DEPTH.load(Relaxed), 1);
+        postfork_parent();
+        assert_eq!(HOLDER.load(Relaxed), 0, "the outer call kept the locks");
+    }
+}

@@ -337,4 +337,22 @@ mod tests {
         DebugCaps::NONE.write_names(&mut none).unwrap();
         assert_eq!(none, "");
     }
+
+    /// Kills the campaign's survivor `replace == with != in Safety::validate` (shard 19): a
+    /// poison size is valid exactly when it is a positive multiple of the cache line.
+    #[test]
+    fn a_poison_size_is_a_positive_multiple_of_the_cache_line() {
+        let with = |poison| Safety {
+            poison,
+            ..Safety::OFF
+        };
+        for n in [CACHE_LINE, 2 * CACHE_LINE, 64 * CACHE_LINE] {
+            assert_eq!(with(Poison::Some(n)).validate(), Ok(()), "{n}");
+        }
+        for n in [0, 1, CACHE_LINE - 1, CACHE_LINE + 1, 3 * CACHE_LINE / 2] {
+            assert!(with(Poison::Some(n)).validate().is_err(), "{n}");
+        }
+        assert_eq!(with(Poison::None).validate(), Ok(()));
+        assert_eq!(with(Poison::All).validate(), Ok(()));
+    }
 }
