@@ -408,6 +408,21 @@ def moved(path, line):
         # Where the hunk ends on each side (an empty side sits after its line).
         shift = (n + nl if nl > 0 else n + 1) - (o + ol if ol > 0 else o + 1)
     return line + shift
+texts = {}
+def text(rev, path, line):
+    """The stripped text of `line` of `path` at `rev` (HEAD: the working tree), or None."""
+    if (rev, path) not in texts:
+        r = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True)
+        texts[(rev, path)] = r.stdout.splitlines() if r.returncode == 0 else []
+    lines = texts[(rev, path)]
+    return lines[line - 1].strip() if 0 < line <= len(lines) else None
+def same_text(twins, path, at):
+    """The twins whose line reads as the survivor's did at the campaign's commit: the same
+    code, moved; all of them if none does."""
+    was = text(campaign, path, at)
+    kept = [t for t in twins if was is not None
+            and text("HEAD", t.split(":")[0], int(t.split(":")[1])) == was]
+    return kept or twins
 for line in open(sys.argv[1]):
     name = line.rstrip("\n")
     m = re.match(r"^([^:]+):(\d+):\d+: (.*)$", name)
@@ -418,16 +433,19 @@ for line in open(sys.argv[1]):
     twins = [t for t in today if t.startswith(path + ":") and t.split(": ", 1)[1] == rest]
     if not twins and subprocess.run(["git", "cat-file", "-e", "HEAD:" + path],
                                     capture_output=True).returncode != 0:
-        # Its file moved (issue 44 put core's files in layer folders): every mutant of the
-        # same function and replacement, wherever it now is.
-        for t in today:
-            if t.split(": ", 1)[1] == rest:
-                print("^" + escape(t) + "$")
+        # Its file moved (issue 44 put core's files in layer folders): the mutants of the
+        # same function and replacement, wherever they now are, on a line that reads as the
+        # survivor's did (all of them if none does).
+        for t in same_text([t for t in today if t.split(": ", 1)[1] == rest], path, at):
+            print("^" + escape(t) + "$")
         continue
     target = moved(path, at)
     if twins and target is not None:
         best = min(twins, key=lambda t: abs(int(t.split(":")[1]) - target))
         print("^" + escape(best) + "$")
+    elif twins:
+        for t in same_text(twins, path, at):
+            print("^" + escape(t) + "$")
     else:
         print("^" + escape(path) + r":\d+:\d+: " + escape(rest) + "$")
 EOF
