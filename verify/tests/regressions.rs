@@ -472,13 +472,17 @@ fn a_thread_arena_refused_its_first_chunk() {
     let first = heap.malloc(64);
     assert!(!first.is_null());
     let (go, ready) = std::sync::mpsc::channel::<()>();
+    let (running, started) = std::sync::mpsc::channel::<()>();
     let heap = &heap;
     let refused = std::thread::scope(|s| {
-        // Spawned before the limit is lowered: its stack is mapped already.
+        // Started before the limit is lowered: its stack and its signal stack (which the
+        // thread maps itself when it starts running, so only once it has said so) are mapped.
         let second = s.spawn(move || {
+            running.send(()).unwrap();
             ready.recv().unwrap();
             heap.malloc(64).is_null()
         });
+        started.recv().unwrap();
         let status = std::fs::read_to_string("/proc/self/status").unwrap();
         let vm_kib: u64 = status
             .lines()
