@@ -365,7 +365,8 @@ impl<C: Config> OpsOf<C> {
 /// visible to other threads only with release ordering (or a lock) after this returns.
 pub unsafe fn install(sel: &Selection) -> &'static Ops {
     let install = sel.heap_policies().visit(Installer);
-    // SAFETY: forwarded contract.
+    // SAFETY: forwarded contract; the options are the selection's, with the remote-free
+    // choice that `heap_policies` left to them.
     unsafe { install(sel.heap_options()) }
 }
 
